@@ -1,0 +1,125 @@
+"""The paper's base learner for tabular regression: a two-layer feed-forward network.
+
+M members live in one flat parameter buffer, shaped as batched weights (M, fan_in, fan_out),
+so one forward/backward pass of plain batched matrix products trains all of them together
+(paper: "Models Performance & Comparisons"; Algorithm 1). Gradients are written by hand:
+the network is two tanh (or ReLU) layers of kappa units and a linear output, and a hand
+backward costs a fraction of autograd's per-step overhead, which dominates online (b = 1)
+training. `tests/test_vectorised_training.py` checks them against autograd member by member.
+"""
+
+import math
+
+import torch
+
+from sbfn_dist.errors import ConfigError
+
+ACTIVATIONS = ("tanh", "relu")
+INIT_SCHEMES = ("scaled_default", "scaled_normal")
+
+
+def layer_shapes(n_features: int, width: int) -> list[tuple[int, int]]:
+    """(fan_in, fan_out) of the three linear maps: input -> kappa -> kappa -> 1."""
+    return [(n_features, width), (width, width), (width, 1)]
+
+
+def member_init(n_features: int, width: int, init_scale: float, seed: int, member: int,
+                scheme: str = "scaled_default", dtype=torch.float32) -> list[torch.Tensor]:
+    """Initial (W, b) of one member, drawn from its own generator (seed, member).
+
+    The paper multiplies "the initial parameters" by chi without naming the base draw.
+    scaled_default: chi * U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's nn.Linear default
+    scaled by chi; scaled_normal: chi * N(0, 1). See docs/method.md.
+    """
+    if scheme not in INIT_SCHEMES:
+        raise ConfigError("init_scheme", scheme, f"one of {INIT_SCHEMES}")
+    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(member))
+    out = []
+    for fan_in, fan_out in layer_shapes(n_features, width):
+        for shape in ((fan_in, fan_out), (fan_out,)):
+            if scheme == "scaled_default":
+                bound = 1.0 / math.sqrt(fan_in)
+                t = (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+            else:
+                t = torch.randn(shape, generator=gen, dtype=torch.float64)
+            out.append((t * init_scale).to(dtype))
+    return out
+
+
+class VectorisedMLP:
+    """M two-layer MLPs as batched tensors in one flat buffer (params and grads alike)."""
+
+    def __init__(self, n_features: int, n_members: int, width: int, init_scale: float,
+                 seed: int, activation: str = "tanh", init_scheme: str = "scaled_default",
+                 dtype=torch.float32, device="cpu"):
+        if activation not in ACTIVATIONS:
+            raise ConfigError("activation", activation, f"one of {ACTIVATIONS}")
+        self.m, self.width, self.activation = n_members, width, activation
+        shapes = []
+        for fan_in, fan_out in layer_shapes(n_features, width):
+            shapes += [(n_members, fan_in, fan_out), (n_members, 1, fan_out)]
+        sizes = [math.prod(s) for s in shapes]
+        self.flat = torch.empty(sum(sizes), dtype=dtype, device=device)
+        self.grad_flat = torch.zeros_like(self.flat)
+        self.params = self._views(self.flat, shapes, sizes)
+        self.grads = self._views(self.grad_flat, shapes, sizes)
+        inits = [member_init(n_features, width, init_scale, seed, j, init_scheme, dtype)
+                 for j in range(n_members)]
+        for k, p in enumerate(self.params):
+            p.copy_(torch.stack([init[k].reshape(p.shape[1:]) for init in inits]))
+
+    @staticmethod
+    def _views(flat, shapes, sizes):
+        return [chunk.view(shape) for chunk, shape in zip(torch.split(flat, sizes), shapes)]
+
+    @property
+    def n_parameters(self) -> int:
+        return self.flat.numel()
+
+    def _act(self, a):
+        return torch.tanh(a) if self.activation == "tanh" else torch.relu(a)
+
+    def _act_grad(self, h):
+        # derivative from the activation's *output*: tanh' = 1 - h^2, relu' = [h > 0]
+        return 1.0 - h * h if self.activation == "tanh" else (h > 0).to(h.dtype)
+
+    def forward(self, x: torch.Tensor):
+        """x (b, p) -> predictions z (b, M), plus the hidden activations for backward."""
+        w1, b1, w2, b2, w3, b3 = self.params
+        xb = x.unsqueeze(0).expand(self.m, -1, -1)
+        h1 = self._act(torch.baddbmm(b1, xb, w1))
+        h2 = self._act(torch.baddbmm(b2, h1, w2))
+        z = torch.baddbmm(b3, h2, w3).squeeze(-1).T
+        return z, (xb, h1, h2)
+
+    def predict(self, x: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+        return torch.cat([self.forward(x[i:i + chunk])[0] for i in range(0, len(x), chunk)])
+
+    def backward(self, dz: torch.Tensor, cache) -> None:
+        """Fill grad_flat with d(objective)/d(params) given dz = d objective / d z, shape (b, M)."""
+        xb, h1, h2 = cache
+        _, _, w2, _, w3, _ = self.params
+        gw1, gb1, gw2, gb2, gw3, gb3 = self.grads
+        d3 = dz.T.unsqueeze(-1)                                   # (M, b, 1)
+        torch.bmm(h2.transpose(1, 2), d3, out=gw3)
+        torch.sum(d3, dim=1, keepdim=True, out=gb3)
+        d2 = torch.bmm(d3, w3.transpose(1, 2)).mul_(self._act_grad(h2))
+        torch.bmm(h1.transpose(1, 2), d2, out=gw2)
+        torch.sum(d2, dim=1, keepdim=True, out=gb2)
+        d1 = torch.bmm(d2, w2.transpose(1, 2)).mul_(self._act_grad(h1))
+        torch.bmm(xb.transpose(1, 2), d1, out=gw1)
+        torch.sum(d1, dim=1, keepdim=True, out=gb1)
+
+    def sgd_step(self, lr: float, l1: float) -> None:
+        """theta <- theta - lr * (grad + l1 * sgn(theta)) (Algorithm 1; l1 is lambda1 / N)."""
+        if l1:
+            self.grad_flat.add_(torch.sign(self.flat), alpha=l1)
+        self.flat.add_(self.grad_flat, alpha=-lr)
+
+    def member_state(self, j: int) -> list[torch.Tensor]:
+        """Member j's (W, b) pairs in nn.Linear layout (weight is (out, in))."""
+        out = []
+        for k, p in enumerate(self.params):
+            t = p[j]
+            out.append(t.T.contiguous() if k % 2 == 0 else t.reshape(-1).clone())
+        return out
