@@ -1,0 +1,21 @@
+# The two set-up commands of the README. Each creates .venv on first use and installs the
+# pinned set (constraints.txt) before running.
+PY := .venv/bin/python
+DATA ?= $(abspath ../shared/data)
+
+.PHONY: demo test bench
+
+.venv/.installed: pyproject.toml constraints.txt
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --upgrade pip
+	.venv/bin/pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+demo: .venv/.installed
+	$(PY) -m sbfn_dist.demo
+
+test: .venv/.installed
+	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q
+
+bench: .venv/.installed
+	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m benchmarks

@@ -1,0 +1,141 @@
+"""The trial configuration: every field of one run_trial call, validated up front.
+
+A bad value raises ConfigError naming the field, the value and what is allowed; unknown
+fields list the known ones. Defaults are the paper's Table "hyper" values where it has one.
+"""
+
+from dataclasses import asdict, dataclass, field, fields
+
+from sbfn_dist.baselines import COMPETITOR_GRIDS, COMPETITORS
+from sbfn_dist.combiners import REGRESSION_COMBINERS
+from sbfn_dist.combiners.basis import BASES
+from sbfn_dist.combiners.online import G3_BASES
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.learners.mlp import ACTIVATIONS, INIT_SCHEMES
+
+SPLITS = ("kfold", "holdout", "fixed")
+REGIMES = ("on_the_fly", "plug_in")
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    # data and split
+    dataset: str = "diabetes"
+    target: str | None = None
+    data_dir: str | None = None
+    include_random_vars: bool = False
+    split: str = "kfold"
+    folds: int = 10
+    fold: int | None = None          # run one fold only (a sweep's unit of work); None = all
+    test_fraction: float = 0.2
+    seed: int = 0
+    # the M hypotheses (paper, Table "hyper")
+    n_members: int = 5               # M
+    epsilon: float = 0.1
+    width: int = 50                  # kappa
+    init_scale: float = 0.1          # chi
+    lambda1: float = 0.0
+    lr: float = 0.03                 # eta_theta
+    epochs: int = 10
+    batch_size: int = 1              # b = 1: Algorithm 1 (online)
+    activation: str = "tanh"
+    init_scheme: str = "scaled_default"
+    # combiners, all fitted on the same trained hypotheses
+    combiners: tuple = REGRESSION_COMBINERS
+    lambda2: tuple = (0.0,)          # every value is evaluated on the same hypotheses
+    lr_alpha: float = 0.03           # eta_alpha
+    window: int = 100                # k, G2/G3's recent-prediction window
+    online_regime: str = "on_the_fly"
+    sbfn_basis: str = "member"
+    sbfn_intercept: bool = False
+    g3_basis: str = "exp"
+    # competitors (paper: SVM-RBF, random forest, gradient boosting)
+    competitors: tuple = ()
+    competitor_grid: str = "small"
+    # run
+    device: str = "auto"
+    dtype: str = "float32"
+    sweep: str = ""
+    trial_id: str = ""
+    extra: dict = field(default_factory=dict)   # free-form labels carried into every record
+
+    @classmethod
+    def from_dict(cls, config: dict) -> "TrialConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(config) - known)
+        if unknown:
+            raise ConfigError(unknown[0], config[unknown[0]],
+                              f"a known field; known fields: {', '.join(sorted(known))}")
+        cfg = cls(**{k: _normalise(k, v) for k, v in config.items()})
+        cfg.validate()
+        return cfg
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def validate(self) -> None:
+        for name, check, allowed in _RULES:
+            value = getattr(self, name)
+            if not check(value):
+                raise ConfigError(name, value, allowed)
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(name, getattr(self, name), f"one of {allowed}")
+        bad = [c for c in self.combiners if c not in REGRESSION_COMBINERS]
+        if bad:
+            raise ConfigError("combiners", bad[0], f"names from {REGRESSION_COMBINERS}")
+        bad = [c for c in self.competitors if c not in COMPETITORS]
+        if bad:
+            raise ConfigError("competitors", bad[0], f"names from {tuple(COMPETITORS)}")
+        if self.competitor_grid not in COMPETITOR_GRIDS:
+            raise ConfigError("competitor_grid", self.competitor_grid, f"one of {COMPETITOR_GRIDS}")
+        if not (self.combiners or self.competitors):
+            raise ConfigError("combiners", self.combiners, "at least one combiner or competitor")
+        if self.fold is not None and not (0 <= self.fold < self.folds or self.split == "fixed"):
+            raise ConfigError("fold", self.fold, f"an index in [0, {self.folds}) or None for all folds")
+
+
+def _normalise(name: str, value):
+    """Lists become tuples; a single lambda2 becomes a one-element path."""
+    if name in ("combiners", "competitors", "lambda2"):
+        if isinstance(value, (int, float, str)):
+            value = (value,)
+        return tuple(value)
+    return value
+
+
+def _is_int(v, lo):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _is_num(v, lo, hi=float("inf"), lo_open=False):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    return ok and (v > lo if lo_open else v >= lo) and v <= hi
+
+
+_RULES = [
+    ("n_members", lambda v: _is_int(v, 1), "an integer M >= 1 (M = 1 is the single-hypothesis model)"),
+    ("epsilon", lambda v: _is_num(v, 0.0, 1.0), "a number in [0, 1]"),
+    ("width", lambda v: _is_int(v, 1), "an integer kappa >= 1"),
+    ("init_scale", lambda v: _is_num(v, 0.0, lo_open=True), "a number chi > 0"),
+    ("lambda1", lambda v: _is_num(v, 0.0), "a number >= 0"),
+    ("lr", lambda v: _is_num(v, 0.0, lo_open=True), "a learning rate > 0"),
+    ("lr_alpha", lambda v: _is_num(v, 0.0, lo_open=True), "a learning rate > 0"),
+    ("epochs", lambda v: _is_int(v, 1), "an integer >= 1"),
+    ("batch_size", lambda v: _is_int(v, 1), "an integer >= 1 (1 = online, Algorithm 1)"),
+    ("folds", lambda v: _is_int(v, 2), "an integer >= 2"),
+    ("seed", lambda v: _is_int(v, 0), "an integer >= 0"),
+    ("window", lambda v: _is_int(v, 2), "an integer >= 2"),
+    ("test_fraction", lambda v: _is_num(v, 0.0, 1.0, lo_open=True) and v < 1, "a number in (0, 1)"),
+    ("lambda2", lambda v: len(v) > 0 and all(_is_num(x, 0.0) for x in v),
+     "one or more numbers >= 0"),
+    ("fold", lambda v: v is None or _is_int(v, 0), "None (all folds) or an integer >= 0"),
+]
+
+_CHOICES = {
+    "split": SPLITS, "online_regime": REGIMES, "device": DEVICES, "dtype": DTYPES,
+    "activation": ACTIVATIONS, "init_scheme": INIT_SCHEMES, "sbfn_basis": BASES,
+    "g3_basis": G3_BASES,
+}

@@ -1,0 +1,81 @@
+"""Fold-local preprocessing: every statistic comes from the training fold only.
+
+Fitting on all rows would leak the test rows' medians, means and spreads into training and
+make cross-validated RMSEs optimistic, so a new FoldScaler is fitted for every split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sbfn_dist.errors import DataError
+
+
+class FoldScaler:
+    """Statistics of the training fold only: median imputation of missing features, then
+    standardisation of X and y.
+
+    A feature column that is entirely NaN in the training fold carries no usable information,
+    so it is kept (the model's input width stays fixed across folds) but set to 0 on every row.
+    A constant training column gets std 1, so it maps to 0 instead of dividing by zero.
+    """
+
+    def fit(self, X_train, y_train) -> "FoldScaler":
+        X = _as_matrix(X_train, "X_train")
+        y = _as_target(y_train, "y_train")
+        if X.shape[0] != y.shape[0] or X.shape[0] == 0:
+            raise DataError(f"X_train has {X.shape[0]} rows and y_train {y.shape[0]}: pass the same, non-zero "
+                            f"number of training rows to FoldScaler.fit")
+        self.dead_ = np.isnan(X).all(axis=0)  # all-NaN in this fold
+        # nanmedian of an all-NaN column warns; those columns are zeroed anyway.
+        self.median_ = np.zeros(X.shape[1])
+        self.median_[~self.dead_] = np.nanmedian(X[:, ~self.dead_], axis=0)
+        filled = np.where(np.isnan(X), self.median_, X)
+        self.mean_ = filled.mean(axis=0)
+        std = filled.std(axis=0)
+        self.std_ = np.where(std > 0, std, 1.0)
+        self.y_mean_, self.y_std_ = float(y.mean()), float(y.std())
+        if not self.y_std_ > 0:
+            raise DataError(f"the training target is constant ({y[0]!r} on all {y.size} rows) in this fold, so it "
+                            f"cannot be standardised: use more rows or another split, or check the target column")
+        return self
+
+    def transform_X(self, X) -> np.ndarray:
+        """Impute NaN with the training medians, then (x - mean) / std; all-NaN-in-training columns -> 0."""
+        self._check_fitted()
+        X = _as_matrix(X, "X")
+        if X.shape[1] != self.median_.size:
+            raise DataError(f"X has {X.shape[1]} columns but the scaler was fitted on {self.median_.size}: "
+                            f"transform the same features it was fitted on")
+        out = (np.where(np.isnan(X), self.median_, X) - self.mean_) / self.std_
+        out[:, self.dead_] = 0.0
+        return out
+
+    def transform_y(self, y) -> np.ndarray:
+        self._check_fitted()
+        return (_as_target(y, "y") - self.y_mean_) / self.y_std_
+
+    def inverse_y(self, y_std) -> np.ndarray:
+        """Back to the target's own units (RMSE is reported in those)."""
+        self._check_fitted()
+        return np.asarray(y_std, dtype=np.float64) * self.y_std_ + self.y_mean_
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "y_std_"):
+            raise RuntimeError("FoldScaler is not fitted: call fit(X_train, y_train) first")
+
+
+def _as_matrix(X, what: str) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise DataError(f"{what} must be a 2-D (rows, features) array, got shape {X.shape}: reshape it, "
+                        f"e.g. X.reshape(-1, 1) for a single feature")
+    return X
+
+
+def _as_target(y, what: str) -> np.ndarray:
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1 or np.isnan(y).any():
+        raise DataError(f"{what} must be a 1-D array without NaN, got shape {y.shape}: drop rows with a "
+                        f"missing target before scaling (load_tabular already does)")
+    return y

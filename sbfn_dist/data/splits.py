@@ -1,0 +1,71 @@
+"""Train/test splits as (train_idx, test_idx) int arrays, each deterministic in (seed, n)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import KFold, ShuffleSplit
+
+from sbfn_dist.data.tabular import KNOWN_TABULAR, TabularData
+from sbfn_dist.errors import ConfigError, DataError
+
+Split = tuple[np.ndarray, np.ndarray]
+SCHEMES = ("kfold", "holdout", "fixed")
+
+
+def kfold_splits(n: int, folds: int, seed: int) -> list[Split]:
+    """Seeded shuffled k-fold: every row is in exactly one test set."""
+    if folds < 2:
+        raise ConfigError("folds", folds, "k-fold needs at least 2 folds (use scheme='holdout' for one split)")
+    if folds > n:
+        raise DataError(f"too few rows for the folds: {n} rows cannot fill {folds} test folds; "
+                        f"use folds <= {n} or a data set with more rows")
+    kfold = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    return [(train, test) for train, test in kfold.split(np.arange(n))]
+
+
+def fixed_split(mask: np.ndarray) -> list[Split]:
+    """The one split given by a boolean test mask (e.g. a published test set)."""
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.ndim != 1:
+        raise DataError(f"a fixed split needs a 1-D boolean test mask, got dtype {mask.dtype} shape {mask.shape}: "
+                        f"mark test rows True and training rows False")
+    if mask.all() or not mask.any():
+        raise DataError(f"the fixed test mask marks {int(mask.sum())} of {mask.size} rows as test: both the "
+                        f"training and the test set need rows; fix the mask or use scheme='kfold'")
+    return [(np.flatnonzero(~mask), np.flatnonzero(mask))]
+
+
+def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int) -> list[Split]:
+    """``n_splits`` independent seeded random holdouts of ``test_fraction`` of the rows."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ConfigError("test_fraction", test_fraction, "use a fraction strictly between 0 and 1, e.g. 0.2")
+    if n_splits < 1:
+        raise ConfigError("folds", n_splits, "holdout needs at least 1 repeat")
+    n_test = int(np.ceil(test_fraction * n))  # ShuffleSplit's rounding of the test size
+    if n < 2 or n_test >= n:
+        raise DataError(f"too few rows for a holdout: {n} rows with test_fraction={test_fraction} leave no "
+                        f"training rows; use a smaller test_fraction or more rows")
+    shuffle = ShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
+    # Sorted so the row order inside each part does not depend on the shuffle.
+    return [(np.sort(train), np.sort(test)) for train, test in shuffle.split(np.arange(n))]
+
+
+def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
+                test_fraction: float = 0.2) -> list[Split]:
+    """Splits of ``data`` by ``scheme``: "kfold" (``folds`` folds), "holdout" (``folds`` repeats of
+    ``test_fraction``), or "fixed" (the data set's published test rows)."""
+    if scheme == "kfold":
+        return kfold_splits(data.n_rows, folds, seed)
+    if scheme == "holdout":
+        return holdout_splits(data.n_rows, folds, test_fraction, seed)
+    if scheme == "fixed":
+        if data.fixed_test_mask is None:
+            raise DataError(f"data set '{data.name}' has no published test split: use scheme='kfold' or "
+                            f"'holdout', or a data set that has one ({_with_fixed_split()})")
+        return fixed_split(data.fixed_test_mask)
+    raise ConfigError("split scheme", scheme, f"use one of {', '.join(SCHEMES)}")
+
+
+def _with_fixed_split() -> str:
+    # appliances: only when the Candanedo dates file is available; sincos: always.
+    return ", ".join(n for n in KNOWN_TABULAR if n in ("appliances", "sincos"))

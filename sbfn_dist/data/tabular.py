@@ -1,0 +1,256 @@
+"""Tabular regression data sets for the s-BFN experiments.
+
+Every loader returns the same ``TabularData``: float64 features with NaN for a missing value
+(imputation happens later, per training fold, in ``preprocess.FoldScaler``, so test rows never
+leak into the statistics) and a float64 target that is never NaN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sbfn_dist.data.sources import (
+    AIR_QUALITY_FILE,
+    APPLIANCES_FILE,
+    APPLIANCES_TEST_DATES_FILE,
+    find_optional_file,
+    resolve_data_file,
+)
+from sbfn_dist.errors import DataError
+
+KNOWN_TABULAR = ("air_quality", "appliances", "diabetes", "sincos")  # plus "csv:PATH"
+
+# The target each built-in data set is defined by (a different one would be a different task).
+DEFAULT_TARGETS = {"air_quality": "AH", "appliances": "Appliances",
+                   "diabetes": "disease progression", "sincos": "y"}
+
+AIR_QUALITY_MISSING = -200.0  # the UCI file's code for a missing reading
+AIR_QUALITY_DROPPED = ("Date", "Time", "NMHC(GT)")  # NMHC(GT): 90% missing, not worth imputing
+APPLIANCES_BASE = ("lights", "T1", "RH_1", "T2", "RH_2", "T3", "RH_3", "T4", "RH_4", "T5", "RH_5",
+                   "T6", "RH_6", "T7", "RH_7", "T8", "RH_8", "T9", "RH_9", "T_out", "Press_mm_hg",
+                   "RH_out", "Windspeed", "Visibility", "Tdewpoint")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+SINCOS_NOISE_SD = 0.1
+SINCOS_TRAIN, SINCOS_TEST = 300, 1000  # the paper's appendix sizes
+
+
+@dataclass(frozen=True)
+class TabularData:
+    name: str                 # "air_quality", "appliances", "diabetes", "sincos", "csv:/abs/path.csv"
+    X: np.ndarray             # float64 (n, p); NaN marks a missing feature value
+    y: np.ndarray             # float64 (n,), never NaN (rows with a missing target are dropped)
+    feature_names: tuple[str, ...]
+    target_name: str
+    target_unit: str          # e.g. "g/m^3", "Wh", "" if unknown
+    fixed_test_mask: np.ndarray | None = None   # bool (n,), the published test rows, if any
+    notes: str = ""           # one line describing the preprocessing applied (shown in reports)
+
+    def __post_init__(self):
+        # Catch loader bugs here rather than as a shape error deep inside training.
+        n = self.X.shape[0]
+        assert self.X.ndim == 2 and self.X.shape[1] == len(self.feature_names), "X / feature_names mismatch"
+        assert self.y.shape == (n,) and not np.isnan(self.y).any(), "y must be (n,) without NaN"
+        assert self.fixed_test_mask is None or self.fixed_test_mask.shape == (n,)
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+
+def load_tabular(name: str, data_dir: str | None = None, target: str | None = None,
+                 include_random_vars: bool = False, n_samples: int | None = None,
+                 seed: int = 0) -> TabularData:
+    """Load a data set by name (see KNOWN_TABULAR) or ``csv:PATH``.
+
+    ``n_samples``: for "sincos" the number of rows generated (default 1300); for the others a
+    seeded random subset of that many rows (for quick runs), ``None`` keeps all rows.
+    ``include_random_vars`` only affects "appliances" (adds the noise columns rv1, rv2).
+    """
+    if n_samples is not None and n_samples < 2:
+        raise DataError(f"n_samples={n_samples} is too small: a regression split needs at least 2 rows; "
+                        f"pass n_samples >= 2 or leave it unset to use every row")
+    if name.startswith("csv:"):
+        data = _load_csv(name[len("csv:"):], target)
+    elif name in DEFAULT_TARGETS:
+        _check_builtin_target(name, target)
+        if name == "sincos":
+            return _make_sincos(n_samples or SINCOS_TRAIN + SINCOS_TEST, seed)
+        data = _LOADERS[name](data_dir, include_random_vars)
+    else:
+        raise DataError(f"unknown data set '{name}': use one of {', '.join(KNOWN_TABULAR)}, "
+                        f"or 'csv:PATH' for your own comma-separated file with a header row")
+    return _subsample(data, n_samples, seed) if n_samples else data
+
+
+def _check_builtin_target(name: str, target: str | None) -> None:
+    if target not in (None, DEFAULT_TARGETS[name]):
+        raise DataError(f"data set '{name}' has the fixed target '{DEFAULT_TARGETS[name]}', not '{target}': "
+                        f"leave target unset, or save the table as CSV and load it as 'csv:PATH' "
+                        f"with target='{target}'")
+
+
+def _subsample(data: TabularData, n_samples: int, seed: int) -> TabularData:
+    if n_samples >= data.n_rows:
+        return data
+    # Sorted so time-ordered data sets keep their order within the subset.
+    rows = np.sort(np.random.default_rng(seed).choice(data.n_rows, n_samples, replace=False))
+    mask = None if data.fixed_test_mask is None else data.fixed_test_mask[rows]
+    note = f"; random subset of {n_samples} of {data.n_rows} rows (seed {seed})"
+    return dataclasses.replace(data, X=data.X[rows], y=data.y[rows], fixed_test_mask=mask,
+                               notes=data.notes + note)
+
+
+def _from_frame(name: str, features: pd.DataFrame, target: pd.Series, unit: str, notes: str,
+                fixed_test_mask: np.ndarray | None = None) -> TabularData:
+    """Numeric frame -> TabularData, dropping rows whose target is missing (noted in ``notes``)."""
+    keep = target.notna().to_numpy()
+    if not keep.all():
+        notes += f"; dropped {int((~keep).sum())} rows with missing target"
+    mask = None if fixed_test_mask is None else np.asarray(fixed_test_mask, dtype=bool)[keep]
+    return TabularData(
+        name=name,
+        X=features.to_numpy(dtype=np.float64, na_value=np.nan)[keep],
+        y=target.to_numpy(dtype=np.float64, na_value=np.nan)[keep],
+        feature_names=tuple(str(c) for c in features.columns),
+        target_name=str(target.name),
+        target_unit=unit,
+        fixed_test_mask=mask,
+        notes=notes,
+    )
+
+
+def _require_columns(frame: pd.DataFrame, columns, path: pathlib.Path, dataset: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path} lacks the columns {missing} of data set '{dataset}': it is not the original "
+                        f"UCI file; replace it with the original (or delete it from the cache to re-download)")
+
+
+def _load_air_quality(data_dir: str | None, include_random_vars: bool) -> TabularData:
+    path = resolve_data_file("air_quality", AIR_QUALITY_FILE, data_dir)
+    # The UCI file has two empty trailing columns and 114 empty trailing rows.
+    raw = pd.read_csv(path, sep=";", decimal=",").iloc[:, :15].dropna(how="all")
+    _require_columns(raw, AIR_QUALITY_DROPPED + ("AH",), path, "air_quality")
+    frame = raw.drop(columns=list(AIR_QUALITY_DROPPED)).replace(AIR_QUALITY_MISSING, np.nan)
+    notes = ("UCI Air Quality: -200 -> missing (median-imputed per training fold); "
+             f"Date, Time, NMHC(GT) dropped; {len(raw)} rows read")
+    return _from_frame("air_quality", frame.drop(columns="AH"), frame["AH"], "g/m^3", notes)
+
+
+def _load_appliances(data_dir: str | None, include_random_vars: bool) -> TabularData:
+    path = resolve_data_file("appliances", APPLIANCES_FILE, data_dir)
+    raw = pd.read_csv(path)
+    random_vars = ("rv1", "rv2") if include_random_vars else ()
+    _require_columns(raw, ("date", "Appliances") + APPLIANCES_BASE + random_vars, path, "appliances")
+    stamps = pd.to_datetime(raw["date"], format="%Y-%m-%d %H:%M:%S")
+    features = pd.concat([raw[list(APPLIANCES_BASE)].astype(np.float64), _calendar_features(stamps),
+                          raw[list(random_vars)].astype(np.float64)], axis=1)
+    mask = _candanedo_test_mask(stamps, data_dir)
+    split = "Candanedo 2017 test split attached" if mask is not None else "no published split file found"
+    notes = (f"UCI Appliances Energy: NSM, WeekStatus, day-of-week dummies added; "
+             f"rv1/rv2 {'kept' if include_random_vars else 'dropped'}; {split}")
+    return _from_frame("appliances", features, raw["Appliances"], "Wh", notes, mask)
+
+
+def _calendar_features(stamps: pd.Series) -> pd.DataFrame:
+    """The calendar predictors of Candanedo et al. 2017 (NSM, WeekStatus, Day_of_week dummies)."""
+    day = stamps.dt.day_of_week  # Monday = 0
+    columns = {"NSM": (stamps - stamps.dt.normalize()).dt.total_seconds(),
+               "WeekStatus": (day >= 5).astype(np.float64)}
+    columns.update({f"dow_{name}": (day == i).astype(np.float64) for i, name in enumerate(WEEKDAYS)})
+    return pd.DataFrame(columns, index=stamps.index)
+
+
+def _candanedo_test_mask(stamps: pd.Series, data_dir: str | None) -> np.ndarray | None:
+    path = find_optional_file("appliances", APPLIANCES_TEST_DATES_FILE, data_dir)
+    if path is None:
+        return None
+    lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    listed = pd.to_datetime(pd.Series(lines), format="%Y-%m-%d %H:%M:%S")
+    mask = stamps.isin(listed).to_numpy()
+    # A partial match means the dates file and the data file are from different versions.
+    if mask.sum() != listed.nunique():
+        raise DataError(f"{path} lists {listed.nunique()} test timestamps but only {int(mask.sum())} are in the "
+                        f"Appliances data: the two files do not belong together; replace the dates file "
+                        f"(or delete it to run without the published split)")
+    return mask
+
+
+def _load_diabetes(data_dir: str | None, include_random_vars: bool) -> TabularData:
+    from sklearn.datasets import load_diabetes
+
+    bunch = load_diabetes()  # bundled with scikit-learn: works offline
+    features = pd.DataFrame(bunch.data, columns=bunch.feature_names)
+    target = pd.Series(bunch.target, name=DEFAULT_TARGETS["diabetes"])
+    return _from_frame("diabetes", features, target, "",
+                       "scikit-learn diabetes (features already centred and scaled by scikit-learn)")
+
+
+def _make_sincos(n_samples: int, seed: int) -> TabularData:
+    """y = sin(x1) + cos(x2) + N(0, 0.1^2) noise, x ~ U[-3, 3]^2; the last rows are the test set."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3.0, 3.0, size=(n_samples, 2))
+    y = np.sin(X[:, 0]) + np.cos(X[:, 1]) + rng.normal(0.0, SINCOS_NOISE_SD, size=n_samples)
+    # Keep the paper's 300:1000 train:test proportion when n_samples differs from 1300.
+    n_test = round(n_samples * SINCOS_TEST / (SINCOS_TRAIN + SINCOS_TEST))
+    n_test = min(max(n_test, 1), n_samples - 1)
+    mask = np.arange(n_samples) >= n_samples - n_test
+    return TabularData("sincos", X, y, ("x1", "x2"), "y", "", mask,
+                       f"synthetic sin(x1)+cos(x2)+N(0, {SINCOS_NOISE_SD}^2), seed {seed}, "
+                       f"last {n_test} of {n_samples} rows are the test set")
+
+
+def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise DataError(f"CSV file {path} does not exist: check the path after 'csv:' (an absolute path is safest)")
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError as exc:
+        raise DataError(f"CSV file {path} is empty: it needs a header row and at least one data row") from exc
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"CSV file {path} cannot be parsed ({exc}): save it as comma-separated UTF-8 text "
+                        f"with one header row") from exc
+    if frame.empty:
+        raise DataError(f"CSV file {path} has a header but no data rows: add rows or pick another file")
+    return frame
+
+
+def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | None) -> None:
+    available = ", ".join(map(str, frame.columns))
+    if target is None:
+        raise DataError(f"no target column given for CSV file {path}: pass target='COLUMN' "
+                        f"(--target COLUMN) naming one of: {available}")
+    if target not in frame.columns:
+        raise DataError(f"target column '{target}' is not in CSV file {path}: pick one of: {available}")
+    if not pd.api.types.is_numeric_dtype(frame[target]):
+        examples = frame[target][pd.to_numeric(frame[target], errors="coerce").isna() & frame[target].notna()]
+        raise DataError(f"target column '{target}' in {path} is not numeric (e.g. {examples.iloc[0]!r}): "
+                        f"regression needs numbers; fix or remove those rows, or pick a numeric target")
+
+
+def _load_csv(raw_path: str, target: str | None) -> TabularData:
+    path = pathlib.Path(raw_path).expanduser().resolve()
+    frame = _read_user_csv(path)
+    _check_user_target(frame, path, target)
+    features = frame.drop(columns=target)
+    if features.shape[1] == 0:
+        raise DataError(f"CSV file {path} has only the target column '{target}': add feature columns")
+    text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if text:
+        raise DataError(f"CSV file {path} has non-numeric feature columns {text}: encode them as numbers "
+                        f"(e.g. one-hot dummies) or drop them before loading")
+    data = _from_frame(f"csv:{path}", features, frame[target], "", f"user CSV {path.name}")
+    if data.n_rows == 0:
+        raise DataError(f"every row of CSV file {path} has a missing target '{target}': fill in the target values")
+    if np.ptp(data.y) == 0:
+        raise DataError(f"target '{target}' in CSV file {path} is constant ({data.y[0]!r} on every row): "
+                        f"there is nothing to regress; pick another target column or check the file")
+    return data
+
+
+_LOADERS = {"air_quality": _load_air_quality, "appliances": _load_appliances, "diabetes": _load_diabetes}

@@ -1,0 +1,31 @@
+"""A compact comparison of models from run_trial records (the demo's table).
+
+For each model and setting: mean and std of the test metric across folds; each model is then
+represented by its best setting (lowest mean), as in the paper's "1st model" column. The
+full analysis (quartiles, intervals, tests) lives in the analysis layer.
+"""
+
+import pandas as pd
+
+LABELS = {
+    "sbfn_ls": "s-BFN least squares (paper features)",
+    "sbfn_ls_linear": "s-BFN least squares (+ intercept, raw outputs)",
+    "g1": "s-BFN iterative G1", "g2": "s-BFN iterative G2", "g3": "s-BFN iterative G3",
+    "arithmetic": "arithmetic combiner (MHP mean)",
+    "svm_rbf": "SVM-RBF", "random_forest": "random forest", "gradient_boosting": "gradient boosting",
+}
+
+
+def comparison_table(records: list[dict], metric: str = "rmse") -> pd.DataFrame:
+    df = pd.DataFrame(records)
+    ok = df[df["status"] == "ok"]
+    per_setting = (ok.groupby(["model", "model_params"])[metric]
+                   .agg(["mean", "std", "count"]).reset_index())
+    best = per_setting.loc[per_setting.groupby("model")["mean"].idxmin()]
+    settings = per_setting.groupby("model").size().rename("settings")
+    failed = df[df["status"] != "ok"].groupby("model").size().rename("not_ok")
+    table = (best.set_index("model").join(settings).join(failed).fillna({"not_ok": 0})
+             .sort_values("mean"))
+    table.insert(0, "label", [LABELS.get(m, m) for m in table.index])
+    return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
+                                 "count": "folds", "model_params": "best_setting"})
