@@ -26,6 +26,7 @@ class TrialConfig:
     target: str | None = None
     data_dir: str | None = None
     include_random_vars: bool = False
+    n_samples: int | None = None     # a seeded random subset of rows (quick runs); None = all
     split: str = "kfold"
     folds: int = 10
     fold: int | None = None          # run one fold only (a sweep's unit of work); None = all
@@ -132,6 +133,7 @@ _RULES = [
     ("lambda2", lambda v: len(v) > 0 and all(_is_num(x, 0.0) for x in v),
      "one or more numbers >= 0"),
     ("fold", lambda v: v is None or _is_int(v, 0), "None (all folds) or an integer >= 0"),
+    ("n_samples", lambda v: v is None or _is_int(v, 10), "None (all rows) or an integer >= 10"),
 ]
 
 _CHOICES = {

@@ -46,7 +46,8 @@ def run_trial(config) -> list[dict]:
     cfg = config if isinstance(config, TrialConfig) else TrialConfig.from_dict(config)
     cfg.validate()
     data = load_tabular(cfg.dataset, data_dir=cfg.data_dir, target=cfg.target,
-                        include_random_vars=cfg.include_random_vars, seed=cfg.seed)
+                        include_random_vars=cfg.include_random_vars,
+                        n_samples=cfg.n_samples, seed=cfg.seed)
     splits = make_splits(data, cfg.split, folds=cfg.folds, seed=cfg.seed,
                          test_fraction=cfg.test_fraction)
     folds = range(len(splits)) if cfg.fold is None else [cfg.fold]

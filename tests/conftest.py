@@ -1,0 +1,22 @@
+import os
+import pathlib
+
+import pytest
+import torch
+
+# Tests are small: one thread avoids oversubscribing the 2 cores (as in a Ray trial).
+torch.set_num_threads(1)
+
+SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def shared_data_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("SBFN_DATA_DIR", SHARED_DATA))
+
+
+@pytest.fixture
+def data_dir():
+    d = shared_data_dir()
+    if not (d / "uci_air_quality" / "AirQualityUCI.csv").exists():
+        pytest.skip(f"real UCI data not found under {d}; set SBFN_DATA_DIR to ../shared/data")
+    return str(d)

@@ -1,0 +1,45 @@
+"""delta(epsilon), paper Eq. "equatruedelta"."""
+
+import pytest
+import torch
+
+from sbfn_dist.diversity import wta_weights
+from sbfn_dist.errors import ConfigError
+
+
+def test_rows_sum_to_one_for_every_epsilon():
+    losses = torch.rand(50, 7)
+    for eps in (0.0, 0.1, 0.35, 0.5, 1.0):
+        assert torch.allclose(wta_weights(losses, eps).sum(1), torch.ones(50))
+
+
+def test_winner_gets_one_minus_epsilon_others_share_epsilon():
+    losses = torch.tensor([[3.0, 1.0, 2.0], [0.5, 4.0, 9.0]])
+    delta = wta_weights(losses, 0.4)
+    assert torch.allclose(delta, torch.tensor([[0.2, 0.6, 0.2], [0.6, 0.2, 0.2]]))
+
+
+def test_epsilon_zero_is_pure_winner_takes_all():
+    losses = torch.tensor([[3.0, 1.0, 2.0]])
+    assert torch.equal(wta_weights(losses, 0.0), torch.tensor([[0.0, 1.0, 0.0]]))
+
+
+def test_single_member_always_gets_weight_one():
+    assert torch.equal(wta_weights(torch.rand(5, 1), 0.7), torch.ones(5, 1))
+
+
+def test_ties_go_to_the_lowest_member_index():
+    delta = wta_weights(torch.tensor([[1.0, 1.0, 1.0]]), 0.0)
+    assert torch.equal(delta, torch.tensor([[1.0, 0.0, 0.0]]))
+
+
+def test_delta_is_computed_per_sample():
+    losses = torch.tensor([[0.0, 5.0], [5.0, 0.0]])
+    delta = wta_weights(losses, 0.0)
+    assert torch.equal(delta, torch.eye(2))
+
+
+@pytest.mark.parametrize("eps", [-0.1, 1.5, float("nan")])
+def test_epsilon_outside_unit_interval_is_a_clear_error(eps):
+    with pytest.raises(ConfigError, match="epsilon.*\\[0, 1\\]"):
+        wta_weights(torch.rand(3, 2), eps)
