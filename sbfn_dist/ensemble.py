@@ -41,13 +41,16 @@ class MemberConfig:
     dtype: str = "float32"
 
 
+def epoch_order(n: int, cfg: MemberConfig, epoch: int) -> torch.Tensor:
+    """Visit order of one epoch; it depends only on (seed, epoch)."""
+    if not cfg.shuffle:
+        return torch.arange(n)
+    return torch.randperm(n, generator=torch.Generator().manual_seed(int(cfg.seed) * 7919 + epoch))
+
+
 def batch_slices(n: int, cfg: MemberConfig, epoch: int):
-    """Index batches of one epoch; the order depends only on (seed, epoch)."""
-    if cfg.shuffle:
-        gen = torch.Generator().manual_seed(int(cfg.seed) * 7919 + epoch)
-        order = torch.randperm(n, generator=gen)
-    else:
-        order = torch.arange(n)
+    """Index batches of one epoch, in visit order."""
+    order = epoch_order(n, cfg, epoch)
     return [order[s:s + cfg.batch_size] for s in range(0, n, cfg.batch_size)]
 
 
@@ -90,16 +93,18 @@ def train_members(X: np.ndarray, y: np.ndarray, cfg: MemberConfig,
     stream = torch.empty((cfg.epochs * n, cfg.n_members), dtype=dtype) if record_stream else None
     stream_y = torch.empty(cfg.epochs * n, dtype=dtype) if record_stream else None
     l1 = cfg.lambda1 / n
-    start, pos, epoch_rmse = time.perf_counter(), 0, []
+    start, epoch_rmse = time.perf_counter(), []
     with torch.no_grad():
         for epoch in range(cfg.epochs):
-            for idx in batch_slices(n, cfg, epoch):
-                xb, yb = x[idx], yt[idx]
+            order = epoch_order(n, cfg, epoch).to(x.device)
+            xs, ys = x[order], yt[order]        # one gather per epoch; batches are views
+            if stream_y is not None:
+                stream_y[epoch * n:(epoch + 1) * n] = ys
+            for s in range(0, n, cfg.batch_size):
+                xb, yb = xs[s:s + cfg.batch_size], ys[s:s + cfg.batch_size]
                 z, cache = model.forward(xb)
                 if stream is not None:
-                    stream[pos:pos + len(idx)] = z
-                    stream_y[pos:pos + len(idx)] = yb
-                    pos += len(idx)
+                    stream[epoch * n + s:epoch * n + s + len(yb)] = z
                 model.backward(weighted_residual_grad(z, yb, cfg.epsilon), cache)
                 model.sgd_step(cfg.lr, l1)
             if not torch.isfinite(model.flat).all():

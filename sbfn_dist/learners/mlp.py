@@ -79,9 +79,11 @@ class VectorisedMLP:
     def _act(self, a):
         return torch.tanh(a) if self.activation == "tanh" else torch.relu(a)
 
-    def _act_grad(self, h):
-        # derivative from the activation's *output*: tanh' = 1 - h^2, relu' = [h > 0]
-        return 1.0 - h * h if self.activation == "tanh" else (h > 0).to(h.dtype)
+    def _scale_by_act_grad(self, d, h):
+        """d * act'(a) from the activation's output h: tanh' = 1 - h^2, relu' = [h > 0]."""
+        if self.activation == "tanh":
+            return d.addcmul_(d * h, h, value=-1.0)
+        return d.mul_(h > 0)
 
     def forward(self, x: torch.Tensor):
         """x (b, p) -> predictions z (b, M), plus the hidden activations for backward."""
@@ -103,10 +105,10 @@ class VectorisedMLP:
         d3 = dz.T.unsqueeze(-1)                                   # (M, b, 1)
         torch.bmm(h2.transpose(1, 2), d3, out=gw3)
         torch.sum(d3, dim=1, keepdim=True, out=gb3)
-        d2 = torch.bmm(d3, w3.transpose(1, 2)).mul_(self._act_grad(h2))
+        d2 = self._scale_by_act_grad(torch.bmm(d3, w3.transpose(1, 2)), h2)
         torch.bmm(h1.transpose(1, 2), d2, out=gw2)
         torch.sum(d2, dim=1, keepdim=True, out=gb2)
-        d1 = torch.bmm(d2, w2.transpose(1, 2)).mul_(self._act_grad(h1))
+        d1 = self._scale_by_act_grad(torch.bmm(d2, w2.transpose(1, 2)), h1)
         torch.bmm(xb.transpose(1, 2), d1, out=gw1)
         torch.sum(d1, dim=1, keepdim=True, out=gb1)
 
