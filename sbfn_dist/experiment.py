@@ -10,7 +10,6 @@ import json
 import time
 
 import numpy as np
-import torch
 
 from sbfn_dist import __version__
 from sbfn_dist.baselines import build_competitor, competitor_configs
@@ -19,19 +18,9 @@ from sbfn_dist.config import TrialConfig
 from sbfn_dist.data import FoldScaler, load_tabular, make_splits
 from sbfn_dist.ensemble import MemberConfig, TrainingDiverged, train_members
 from sbfn_dist.metrics import regression_metrics
+from sbfn_dist.runtime import fold_seed, resolve_device
 
 ONLINE = ("g1", "g2", "g3")
-
-
-def resolve_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def fold_seed(seed: int, fold: int) -> int:
-    """Every random choice of a fold derives from (config seed, fold)."""
-    return int(seed) * 10_007 + int(fold)
 
 
 def member_config(cfg: TrialConfig, fold: int) -> MemberConfig:
@@ -44,7 +33,11 @@ def member_config(cfg: TrialConfig, fold: int) -> MemberConfig:
 
 def run_trial(config) -> list[dict]:
     cfg = config if isinstance(config, TrialConfig) else TrialConfig.from_dict(config)
+    cfg = cfg.with_task_defaults()
     cfg.validate()
+    if cfg.task == "classification":
+        from sbfn_dist.image_experiment import run_image_trial
+        return run_image_trial(cfg, base_record)  # same record shape, other task
     data = load_tabular(cfg.dataset, data_dir=cfg.data_dir, target=cfg.target,
                         include_random_vars=cfg.include_random_vars,
                         n_samples=cfg.n_samples, seed=cfg.seed)
@@ -54,7 +47,8 @@ def run_trial(config) -> list[dict]:
     records = []
     for fold in folds:
         train_idx, test_idx = splits[fold]
-        base = _base_record(cfg, data, fold, len(train_idx), len(test_idx))
+        base = base_record(cfg, fold, len(train_idx), len(test_idx))
+        base.update(target=data.target_name, target_unit=data.target_unit)
         fold_data = _standardise(data, train_idx, test_idx)
         if cfg.combiners:
             records += ensemble_records(cfg, fold, fold_data, base)
@@ -71,13 +65,13 @@ def _standardise(data, train_idx, test_idx) -> dict:
             "y_test": data.y[test_idx], "scaler": scaler}
 
 
-def _base_record(cfg: TrialConfig, data, fold: int, n_train: int, n_test: int) -> dict:
+def base_record(cfg: TrialConfig, fold: int, n_train: int, n_test: int) -> dict:
+    """The fields every record of a fold shares: the whole config, the fold, sizes, version."""
     rec = {k: v for k, v in cfg.to_dict().items() if k not in ("extra", "combiners", "competitors")}
     rec["lambda2_grid"] = json.dumps(list(cfg.lambda2))
     del rec["lambda2"]
     rec.update(cfg.extra)
-    rec.update(task="regression", fold=fold, n_train=n_train, n_test=n_test,
-               target=data.target_name, target_unit=data.target_unit,
+    rec.update(task=cfg.task, fold=fold, n_train=n_train, n_test=n_test,
                package_version=__version__)
     return rec
 

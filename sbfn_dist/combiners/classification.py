@@ -1,0 +1,165 @@
+"""Combiners over member class probabilities P (N, M, C) (paper, "Averaging-based combiners",
+Algorithm 2, Table "Ensemble variants").
+
+Learned heads (s-BFN classifier, Mixture-of-Experts gate) train either on-the-fly, one step per
+member mini-batch (Algorithm 2: `step`), or by stacking on held-out member predictions (`fit`).
+Fixed rules: logit averaging ("Mean", the cross-entropy centroid, optionally with a temperature
+tuned on a validation split) and probability averaging.
+"""
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from sbfn_dist.errors import ConfigError
+
+ROW_NORMS = ("sum", "layernorm", "none")
+PROB_FLOOR = 1e-12
+
+
+def _check_probs(P: torch.Tensor) -> None:
+    if P.ndim != 3:
+        raise ConfigError("member_probs", tuple(P.shape), "a tensor of shape (N, M, C)")
+
+
+class TrainableHead(nn.Module):
+    """A combiner trained by SGD on member probabilities; subclasses define `logits(P)`."""
+
+    def __init__(self, lr: float):
+        super().__init__()
+        self.lr = lr
+        self._opt = None
+
+    def _optimizer(self):
+        if self._opt is None:
+            self._opt = torch.optim.SGD(self.parameters(), lr=self.lr)
+        return self._opt
+
+    def epoch_start(self) -> None:
+        """Hook called before every epoch (Algorithm 2 updates gamma here)."""
+
+    def step(self, P: torch.Tensor, y: torch.Tensor) -> float:
+        """One SGD step on a mini-batch: the on-the-fly regime of Algorithm 2."""
+        P = P.detach()
+        self.prepare(P)
+        loss = F.nll_loss(torch.log(self.predict_proba(P).clamp_min(PROB_FLOOR)), y)
+        opt = self._optimizer()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    def fit(self, P: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int,
+            seed: int) -> "TrainableHead":
+        """Stacking regime: train on held-out member predictions for `epochs` shuffled passes."""
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(epochs):
+            self.epoch_start()
+            order = torch.randperm(len(P), generator=gen).to(P.device)
+            for s in range(0, len(P), batch_size):
+                idx = order[s:s + batch_size]
+                self.step(P[idx], y[idx])
+        return self
+
+    def prepare(self, P: torch.Tensor) -> None:
+        """Lazy, data-dependent initialisation from the first batch seen."""
+
+    @torch.no_grad()
+    def predict_proba_eval(self, P: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+        return torch.cat([self.predict_proba(P[s:s + chunk]) for s in range(0, len(P), chunk)])
+
+
+class SBFNClassifierHead(TrainableHead):
+    """s-BFN for cross-entropy (Algorithm 2): D_i = [p_i1; ...; p_iM] in R^{MC} ->
+    H = exp(-||D_i - C_k||^2 / (2 gamma_k^2)), k = 1..K -> row-normalised H -> logits H alpha / T.
+
+    Centres are learned with alpha (Algorithm 2's last line); they start at K structured vectors of
+    the first batch seen. gamma is not learned: at every epoch start it is reset to the mean
+    distance from each centre to its nearest other centre (the Moody-Darken nearest-neighbour
+    heuristic; the paper only says "update gamma"). See docs/method.md.
+    """
+
+    def __init__(self, n_members: int, n_classes: int, n_units: int, temperature: float = 3.0,
+                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0):
+        super().__init__(lr)
+        if temperature <= 0 or not math.isfinite(temperature):
+            raise ConfigError("temperature", temperature, "a number T > 0")
+        if row_norm not in ROW_NORMS:
+            raise ConfigError("row_norm", row_norm, f"one of {ROW_NORMS}")
+        self.n_units, self.temperature, self.row_norm, self.seed = n_units, temperature, row_norm, seed
+        dim = n_members * n_classes
+        self.centres = nn.Parameter(torch.zeros(n_units, dim))
+        self.alpha = nn.Parameter(torch.zeros(n_units, n_classes))
+        self.register_buffer("gamma", torch.ones(n_units))
+        self.register_buffer("initialised", torch.tensor(False))
+        self.norm = nn.LayerNorm(n_units) if row_norm == "layernorm" else None
+
+    @torch.no_grad()
+    def prepare(self, P: torch.Tensor) -> None:
+        if bool(self.initialised):
+            return
+        flat = P.reshape(len(P), -1)
+        gen = torch.Generator().manual_seed(self.seed)
+        pick = torch.randint(len(flat), (self.n_units,), generator=gen).to(P.device)
+        noise = 1e-3 * torch.randn(self.centres.shape, generator=gen).to(P.device)
+        self.centres.copy_(flat[pick] + noise)
+        self.initialised.fill_(True)
+        self.epoch_start()
+
+    @torch.no_grad()
+    def epoch_start(self) -> None:
+        if not bool(self.initialised) or self.n_units < 2:
+            return
+        d = torch.cdist(self.centres, self.centres)
+        d.fill_diagonal_(float("inf"))
+        self.gamma.copy_(d.min(1).values.mean().clamp_min(1e-3).expand_as(self.gamma))
+
+    def features(self, P: torch.Tensor) -> torch.Tensor:
+        flat = P.reshape(len(P), -1)
+        r2 = torch.cdist(flat, self.centres).pow(2)
+        h = torch.exp(-r2 / (2 * self.gamma ** 2))
+        if self.row_norm == "sum":
+            return h / h.sum(1, keepdim=True).clamp_min(1e-30)
+        return self.norm(h) if self.norm is not None else h
+
+    def predict_proba(self, P: torch.Tensor) -> torch.Tensor:
+        _check_probs(P)
+        return torch.softmax(self.features(P) @ self.alpha / self.temperature, dim=1)
+
+
+class MoEGateHead(TrainableHead):
+    """Mixture-of-Experts: a linear gate on D_i gives per-sample weights g_i over the M members;
+    the output is the gated sum sum_j g_ij p_ij (a mixture, so it stays in the simplex)."""
+
+    def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0, lr: float = 0.1):
+        super().__init__(lr)
+        if temperature <= 0 or not math.isfinite(temperature):
+            raise ConfigError("temperature", temperature, "a number T > 0")
+        self.temperature = temperature
+        self.gate = nn.Linear(n_members * n_classes, n_members)
+        nn.init.zeros_(self.gate.weight)        # start as the probability average
+        nn.init.zeros_(self.gate.bias)
+
+    def predict_proba(self, P: torch.Tensor) -> torch.Tensor:
+        _check_probs(P)
+        g = torch.softmax(self.gate(P.reshape(len(P), -1)) / self.temperature, dim=1)
+        return (g.unsqueeze(-1) * P).sum(1)
+
+
+def logit_average(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """"Mean" in the paper: average the members' logits, then one softmax (the CE centroid)."""
+    return torch.softmax(logits.mean(1) / temperature, dim=1)
+
+
+def probability_average(P: torch.Tensor) -> torch.Tensor:
+    return P.mean(1)
+
+
+def tune_temperature(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """The T > 0 minimising the NLL of logit averaging on a validation split (1-D search in log T)."""
+    mean_logits = logits.mean(1).double()
+    grid = torch.logspace(-1.5, 1.5, 61, dtype=torch.float64)
+    nll = torch.stack([F.cross_entropy(mean_logits / t, y) for t in grid])
+    return float(grid[int(torch.argmin(nll))])
