@@ -12,21 +12,25 @@ import numbers
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from sbfn_dist.combiners import (ONLINE_VARIANTS, REGRESSION_COMBINERS, ArithmeticCombiner,
-                                 OnlineSBFN, SBFNLeastSquares, fit_online_grid)
+from sbfn_dist.combiners import (ONLINE_VARIANTS, ArithmeticCombiner, OnlineSBFN,
+                                 SBFNLeastSquares, fit_online_grid)
 from sbfn_dist.combiners.basis import BASES
 from sbfn_dist.ensemble import MemberConfig, TrainingDiverged, train_members
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.learners.mlp import ACTIVATIONS
 
+# Not combiners.REGRESSION_COMBINERS: its "sbfn_ls_linear" is sbfn_ls with intercept=True,
+# linear=True here, which are estimator parameters of their own.
+COMBINERS = ("sbfn_ls", "g1", "g2", "g3", "arithmetic")
 # Smallest integer each field accepts (window >= 2: G2/G3 need a spread over the window).
 INT_MIN = {"n_members": 1, "width": 1, "epochs": 1, "batch_size": 1, "window": 2}
 POSITIVE = ("init_scale", "lr", "lr_alpha")
 NON_NEGATIVE = ("lambda1", "lambda2")
-CHOICES = {"combiner": REGRESSION_COMBINERS, "activation": ACTIVATIONS, "basis": BASES}
+CHOICES = {"combiner": COMBINERS, "activation": ACTIVATIONS, "basis": BASES}
 BOOLS = ("intercept", "linear")
+DIVERGED_RMS = 1e6     # combiner output RMS, in target stds, taken as divergence
 SEED_LIMIT = 2 ** 32  # numpy's range for integer seeds; keeps torch's derived seeds in range
 
 
@@ -78,13 +82,13 @@ def _moments(a: np.ndarray):
     return mean, np.where(constant, 1.0, std)
 
 
-def _single_target(y) -> None:
-    """A clear error for multi-output y; a (n, 1) column is left to sklearn (it warns and ravels)."""
-    shape = getattr(y, "shape", None)
-    shape = np.shape(y) if shape is None and y is not None else shape
-    if shape is not None and len(shape) == 2 and shape[1] > 1:
-        raise ValueError(f"SBFNRegressor predicts a single target, but y has shape {tuple(shape)}; "
+def _single_target(y: np.ndarray) -> np.ndarray:
+    """y from validate_data(multi_output=True): refuse several targets with a clear message;
+    a (n, 1) column is raveled with sklearn's usual DataConversionWarning."""
+    if y.ndim == 2 and y.shape[1] > 1:
+        raise ValueError(f"SBFNRegressor predicts a single target, but y has shape {y.shape}; "
                          "fit one estimator per target (sklearn.multioutput.MultiOutputRegressor)")
+    return column_or_1d(y, warn=True)
 
 
 class SBFNRegressor(RegressorMixin, BaseEstimator):
@@ -99,6 +103,10 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
       "arithmetic" the mean of the members.
     Parameters a combiner does not use are ignored by it.
 
+    `init_scale` defaults to 1.0 (chi; the paper's grid is 1e-4 .. 1): with chi = 0.1, two
+    hidden layers and mini-batch gradients the members hardly move in 20 epochs (they score
+    R^2 < 0.5 on scikit-learn's linear check problem), while chi = 1.0 trains them.
+
     X and y are standardised inside fit (constant columns are centred only), so the step
     sizes mean the same on any data scale. `random_state=None` means seed 0: fits are
     deterministic unless a seed is given. Members run in float64 so predictions do not depend
@@ -109,7 +117,7 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
     `y_mean_`, `y_scale_`, `n_features_in_` (and `feature_names_in_` for named columns).
     """
 
-    def __init__(self, n_members=5, epsilon=0.1, width=50, init_scale=0.1, lambda1=0.0,
+    def __init__(self, n_members=5, epsilon=0.1, width=50, init_scale=1.0, lambda1=0.0,
                  lr=0.03, epochs=20, batch_size=16, activation="tanh", combiner="sbfn_ls",
                  lambda2=1e-3, lr_alpha=0.03, window=100, basis="member", intercept=True,
                  linear=True, random_state=None, device="cpu"):
@@ -152,8 +160,8 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         check_params(self.get_params())
-        _single_target(y)
-        X, y = validate_data(self, X, y, y_numeric=True)
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
+        y = _single_target(y)
         self.x_mean_, self.x_scale_ = _moments(X)
         y_mean, y_scale = _moments(y.reshape(-1, 1))
         self.y_mean_, self.y_scale_ = float(y_mean[0]), float(y_scale[0])
@@ -173,16 +181,22 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _fit_combiner(self, members, Xs, ys):
-        comb = self._make_combiner()
+        comb, D = self._make_combiner(), members.predict(Xs)
         if isinstance(comb, OnlineSBFN):
             fit_online_grid(members.stream_z, members.stream_y, members.batch_size, [comb])
         else:
-            comb.fit(members.predict(Xs), ys)
-        # The alpha recursion runs with overflow warnings off, so divergence shows up here.
-        if not np.all(np.isfinite(getattr(comb, "coef_", 0.0))):
+            comb.fit(D, ys)
+        # The alpha recursion runs with overflow warnings off, so a too-large lr_alpha
+        # shows up only as absurd (or non-finite) fitted values. y is standardised here,
+        # so an RMS of a million target stds cannot be a fit.
+        with np.errstate(over="ignore", invalid="ignore"):
+            rms = np.sqrt(np.mean(comb.predict(D) ** 2))
+        if not rms < DIVERGED_RMS:
+            fix = (f"a smaller lr_alpha (now {self.lr_alpha}) or" if self.combiner in ONLINE_VARIANTS
+                   else "")
             raise FitDivergedError(
-                f"SBFNRegressor combiner '{self.combiner}' diverged with lr_alpha={self.lr_alpha}; "
-                "try a smaller lr_alpha or a larger lambda2")
+                f"SBFNRegressor combiner '{self.combiner}' diverged (training predictions reach "
+                f"{rms:.3g} target stds); try {fix} a larger lambda2 (now {self.lambda2})")
         return comb
 
     def _scale_x(self, X: np.ndarray) -> np.ndarray:
