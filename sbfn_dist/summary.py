@@ -12,20 +12,32 @@ LABELS = {
     "sbfn_ls_linear": "s-BFN least squares (+ intercept, raw outputs)",
     "g1": "s-BFN iterative G1", "g2": "s-BFN iterative G2", "g3": "s-BFN iterative G3",
     "arithmetic": "arithmetic combiner (MHP mean)",
+    "sbfn": "s-BFN classifier (on-the-fly, Algorithm 2)",
+    "sbfn_stacked": "s-BFN classifier (stacked on validation)",
+    "moe": "Mixture-of-Experts (on-the-fly)", "moe_stacked": "Mixture-of-Experts (stacked)",
+    "logit_mean": "Mean (logit averaging)", "logit_mean_tuned": "Mean, temperature tuned",
+    "prob_mean": "probability averaging", "base_avg": "Base Avg. (mean member score)",
     "svm_rbf": "SVM-RBF", "random_forest": "random forest", "gradient_boosting": "gradient boosting",
 }
 
 
+HIGHER_IS_BETTER = ("accuracy", "r2")
+
+
 def comparison_table(records: list[dict], metric: str = "rmse") -> pd.DataFrame:
     df = pd.DataFrame(records)
+    if "model_params" not in df:
+        df["model_params"] = "{}"
     ok = df[df["status"] == "ok"]
     per_setting = (ok.groupby(["model", "model_params"])[metric]
                    .agg(["mean", "std", "count"]).reset_index())
-    best = per_setting.loc[per_setting.groupby("model")["mean"].idxmin()]
+    sign = -1 if metric in HIGHER_IS_BETTER else 1
+    per_setting["key"] = sign * per_setting["mean"]
+    best = per_setting.loc[per_setting.groupby("model")["key"].idxmin()].drop(columns="key")
     settings = per_setting.groupby("model").size().rename("settings")
     failed = df[df["status"] != "ok"].groupby("model").size().rename("not_ok")
     table = (best.set_index("model").join(settings).join(failed).fillna({"not_ok": 0})
-             .sort_values("mean"))
+             .sort_values("mean", ascending=sign > 0))
     table.insert(0, "label", [LABELS.get(m, m) for m in table.index])
     return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
                                  "count": "folds", "model_params": "best_setting"})

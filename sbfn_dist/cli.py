@@ -1,0 +1,66 @@
+"""Run one trial from the command line and print the comparison table.
+
+    python -m sbfn_dist.cli dataset=air_quality folds=10 n_members=10 epsilon=0.35 \\
+        lambda2=0,3,5,7 competitors=svm_rbf,random_forest --out records.csv
+
+Each KEY=VALUE is a TrialConfig field (docs/results-table.md); values are read as JSON where
+possible ("0.35", "true", "null"), and a comma list becomes a list.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import pandas as pd
+
+from sbfn_dist.errors import SbfnError
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.summary import comparison_table
+
+LIST_FIELDS = ("combiners", "competitors", "lambda2")
+
+
+def parse_value(key: str, text: str):
+    if key in LIST_FIELDS or "," in text:
+        return [parse_value("", part) for part in text.split(",") if part]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_assignments(items: list[str]) -> dict:
+    config = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SbfnError(f"argument '{item}' is not KEY=VALUE (e.g. epsilon=0.35)")
+        config[key] = parse_value(key, value)
+    return config
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
+    parser.add_argument("--out", help="write every record to this CSV file")
+    args = parser.parse_args(argv)
+    try:
+        config = parse_assignments(args.assignments)
+        start = time.perf_counter()
+        records = run_trial(config)
+    except SbfnError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    metric = "rmse" if records[0]["task"] == "regression" else "accuracy"
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+        print(comparison_table(records, metric).drop(columns=["label"]).to_string())
+    if args.out:
+        pd.DataFrame(records).to_csv(args.out, index=False)
+    print(f"{len(records)} records in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
