@@ -38,7 +38,7 @@ class SBFNLeastSquares:
 
 
 def fit_lambda_path(D: np.ndarray, y: np.ndarray, lambdas, **options) -> list[SBFNLeastSquares]:
-    """One fitted SBFNLeastSquares per lambda2, all from one basis fit and one SVD."""
+    """One fitted SBFNLeastSquares per lambda2, all from one basis fit and one eigendecomposition."""
     first = SBFNLeastSquares(lambda2=lambdas[0], **options)
     coefs, intercepts = ridge_path(first._fit_basis(D), y, lambdas, first.intercept)
     fitted = []
