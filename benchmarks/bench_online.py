@@ -17,7 +17,7 @@ LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
 
 
 def run(quick: bool = False) -> dict:
-    n, repeats = (300, 1) if quick else (AIR_QUALITY_STEPS, 3)
+    n, repeats = (300, 1) if quick else (AIR_QUALITY_STEPS, 5)
     X, y = regression_data(n, N_FEATURES, seed=1)
     cfg = MemberConfig(n_members=M, width=WIDTH, epsilon=EPSILON, batch_size=1, epochs=1)
     streams = []

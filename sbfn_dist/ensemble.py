@@ -54,10 +54,16 @@ def batch_slices(n: int, cfg: MemberConfig, epoch: int):
     return [order[s:s + cfg.batch_size] for s in range(0, n, cfg.batch_size)]
 
 
-def weighted_residual_grad(z: torch.Tensor, y: torch.Tensor, epsilon: float) -> torch.Tensor:
-    """d/dz of mean_i sum_j delta_ij (z_ij - y_i)^2, delta from the detached losses."""
+def weighted_residual_grad(z: torch.Tensor, y: torch.Tensor, epsilon: float, sq_sum=None):
+    """d/dz of mean_i sum_j delta_ij (z_ij - y_i)^2, delta from the detached losses.
+
+    sq_sum, if given, accumulates each member's summed squared residual (the epoch's running
+    training error, read off the losses this step computes anyway)."""
     r = z - y.unsqueeze(1)
-    delta = wta_weights(r * r, epsilon)
+    sq = r * r
+    if sq_sum is not None:
+        sq_sum.add_(sq.sum(0))
+    delta = wta_weights(sq, epsilon)
     return delta.mul_(r).mul_(2.0 / len(y))
 
 
@@ -65,7 +71,8 @@ def weighted_residual_grad(z: torch.Tensor, y: torch.Tensor, epsilon: float) -> 
 class TrainedMembers:
     model: VectorisedMLP
     seconds: float
-    epoch_rmse: list            # training RMSE of each member after every epoch, (epochs, M)
+    epoch_rmse: list            # each member's training RMSE during every epoch, (epochs, M),
+                                # on the pre-step predictions (no extra pass over the data)
     stream_z: np.ndarray | None  # (epochs * N, M) training-time predictions in visit order
     stream_y: np.ndarray | None
     batch_size: int
@@ -100,17 +107,17 @@ def train_members(X: np.ndarray, y: np.ndarray, cfg: MemberConfig,
             xs, ys = x[order], yt[order]        # one gather per epoch; batches are views
             if stream_y is not None:
                 stream_y[epoch * n:(epoch + 1) * n] = ys
+            sq_sum = torch.zeros(cfg.n_members, dtype=torch.float64, device=x.device)
             for s in range(0, n, cfg.batch_size):
                 xb, yb = xs[s:s + cfg.batch_size], ys[s:s + cfg.batch_size]
                 z, cache = model.forward(xb)
                 if stream is not None:
                     stream[epoch * n + s:epoch * n + s + len(yb)] = z
-                model.backward(weighted_residual_grad(z, yb, cfg.epsilon), cache)
+                model.backward(weighted_residual_grad(z, yb, cfg.epsilon, sq_sum), cache)
                 model.sgd_step(cfg.lr, l1)
             if not torch.isfinite(model.flat).all():
                 raise TrainingDiverged(f"member parameters became non-finite in epoch {epoch + 1}")
-            err = model.predict(x) - yt.unsqueeze(1)
-            epoch_rmse.append(err.pow(2).mean(0).sqrt().double().cpu().numpy())
+            epoch_rmse.append((sq_sum / n).sqrt().cpu().numpy())
     seconds = time.perf_counter() - start
     to_np = (lambda t: None if t is None else t.double().numpy())
     return TrainedMembers(model, seconds, epoch_rmse, to_np(stream), to_np(stream_y), cfg.batch_size)
