@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from sbfn_dist.baselines import COMPETITOR_GRIDS, COMPETITORS
 from sbfn_dist.combiners import CLASSIFICATION_COMBINERS, REGRESSION_COMBINERS
 from sbfn_dist.combiners.basis import BASES
-from sbfn_dist.combiners.classification import ROW_NORMS
+from sbfn_dist.combiners.classification import HEAD_OPTIMIZERS, ROW_NORMS
 from sbfn_dist.combiners.online import G3_BASES
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.learners.mlp import ACTIVATIONS, INIT_SCHEMES
@@ -85,6 +85,7 @@ class TrialConfig:
     temperature: float = 3.0         # T of the s-BFN classifier
     sbfn_units_per_member: int = 4   # K = k * M radial units
     row_norm: str = "sum"
+    head_optimizer: str = "sgd"      # sgd: Algorithm 2's update; adam: see docs/method.md
     head_epochs: int | None = None   # stacking epochs (None: same as epochs)
     # competitors (paper: SVM-RBF, random forest, gradient boosting)
     competitors: tuple = ()
@@ -193,4 +194,5 @@ _CHOICES = {
     "split": SPLITS, "online_regime": REGIMES, "device": DEVICES, "dtype": DTYPES,
     "activation": ACTIVATIONS, "init_scheme": INIT_SCHEMES, "sbfn_basis": BASES,
     "g3_basis": G3_BASES, "optimizer": OPTIMIZERS, "row_norm": ROW_NORMS,
+    "head_optimizer": HEAD_OPTIMIZERS,
 }

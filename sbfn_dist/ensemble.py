@@ -17,6 +17,11 @@ import torch
 
 from sbfn_dist.diversity import wta_weights
 from sbfn_dist.learners.mlp import VectorisedMLP
+from sbfn_dist.runtime import torch_threads
+
+# Below this batch size a step's tensors are tiny and a second intra-op thread only spins:
+# the demo took 300 s with torch's default 2 threads under load and 22 s with one.
+SINGLE_THREAD_BELOW = 32
 
 
 class TrainingDiverged(RuntimeError):
@@ -91,6 +96,13 @@ class TrainedMembers:
 
 def train_members(X: np.ndarray, y: np.ndarray, cfg: MemberConfig,
                   record_stream: bool = False) -> TrainedMembers:
+    threads = 1 if cfg.batch_size < SINGLE_THREAD_BELOW else torch.get_num_threads()
+    with torch_threads(threads):
+        return _train_members(X, y, cfg, record_stream)
+
+
+def _train_members(X: np.ndarray, y: np.ndarray, cfg: MemberConfig,
+                   record_stream: bool) -> TrainedMembers:
     dtype = getattr(torch, cfg.dtype)
     x = torch.as_tensor(X, dtype=dtype, device=cfg.device)
     yt = torch.as_tensor(y, dtype=dtype, device=cfg.device)

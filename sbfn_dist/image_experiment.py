@@ -56,8 +56,9 @@ def member_config(cfg, split: int) -> ImageMemberConfig:
 def make_head(name: str, cfg, n_classes: int, seed: int):
     if name.startswith("sbfn"):
         return SBFNClassifierHead(cfg.n_members, n_classes, cfg.sbfn_units_per_member * cfg.n_members,
-                                  cfg.temperature, cfg.lr_alpha, cfg.row_norm, seed)
-    return MoEGateHead(cfg.n_members, n_classes, lr=cfg.lr_alpha)
+                                  cfg.temperature, cfg.lr_alpha, cfg.row_norm, seed,
+                                  cfg.head_optimizer)
+    return MoEGateHead(cfg.n_members, n_classes, lr=cfg.lr_alpha, optimizer=cfg.head_optimizer)
 
 
 def split_records(cfg, split: int, images, n_classes: int, base: dict) -> list[dict]:

@@ -13,3 +13,17 @@ def resolve_device(device: str) -> str:
 def fold_seed(seed: int, fold: int) -> int:
     """Every random choice of a fold or split derives from (config seed, fold)."""
     return int(seed) * 10_007 + int(fold)
+
+
+class torch_threads:
+    """Run a block with n intra-op threads, restoring the caller's setting afterwards."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __enter__(self):
+        self.saved = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.saved)

@@ -24,17 +24,28 @@ def _check_probs(P: torch.Tensor) -> None:
         raise ConfigError("member_probs", tuple(P.shape), "a tensor of shape (N, M, C)")
 
 
-class TrainableHead(nn.Module):
-    """A combiner trained by SGD on member probabilities; subclasses define `logits(P)`."""
+HEAD_OPTIMIZERS = ("sgd", "adam")
 
-    def __init__(self, lr: float):
+
+class TrainableHead(nn.Module):
+    """A combiner trained on member probabilities; subclasses define `predict_proba(P)`.
+
+    optimizer "sgd" is Algorithm 2's plain update alpha <- alpha - eta_alpha * grad; "adam" is
+    offered because on-the-fly SGD learns very slowly while the members are still near-uniform
+    (docs/method.md).
+    """
+
+    def __init__(self, lr: float, optimizer: str = "sgd"):
         super().__init__()
-        self.lr = lr
+        if optimizer not in HEAD_OPTIMIZERS:
+            raise ConfigError("head_optimizer", optimizer, f"one of {HEAD_OPTIMIZERS}")
+        self.lr, self.optimizer = lr, optimizer
         self._opt = None
 
     def _optimizer(self):
         if self._opt is None:
-            self._opt = torch.optim.SGD(self.parameters(), lr=self.lr)
+            cls = torch.optim.SGD if self.optimizer == "sgd" else torch.optim.Adam
+            self._opt = cls(self.parameters(), lr=self.lr)
         return self._opt
 
     def epoch_start(self) -> None:
@@ -76,14 +87,17 @@ class SBFNClassifierHead(TrainableHead):
     H = exp(-||D_i - C_k||^2 / (2 gamma_k^2)), k = 1..K -> row-normalised H -> logits H alpha / T.
 
     Centres are learned with alpha (Algorithm 2's last line); they start at K structured vectors of
-    the first batch seen. gamma is not learned: at every epoch start it is reset to the mean
-    distance from each centre to its nearest other centre (the Moody-Darken nearest-neighbour
-    heuristic; the paper only says "update gamma"). See docs/method.md.
+    the first batch seen. gamma is not learned (the paper only says "update gamma" per epoch): it
+    starts at the mean distance from each centre to its nearest other centre (Moody-Darken) and
+    at every later epoch start becomes the RMS distance from the previous epoch's structured
+    vectors to their nearest centre, so it follows the members as they sharpen. Row
+    normalisation by the sum is computed as a softmax of the exponents (identical for a shared
+    gamma, and it cannot underflow to an all-zero row). See docs/method.md.
     """
 
     def __init__(self, n_members: int, n_classes: int, n_units: int, temperature: float = 3.0,
-                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0):
-        super().__init__(lr)
+                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0, optimizer: str = "sgd"):
+        super().__init__(lr, optimizer)
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         if row_norm not in ROW_NORMS:
@@ -94,6 +108,7 @@ class SBFNClassifierHead(TrainableHead):
         self.alpha = nn.Parameter(torch.zeros(n_units, n_classes))
         self.register_buffer("gamma", torch.ones(n_units))
         self.register_buffer("initialised", torch.tensor(False))
+        self._r2_sum, self._r2_count = 0.0, 0
         self.norm = nn.LayerNorm(n_units) if row_norm == "layernorm" else None
 
     @torch.no_grad()
@@ -110,18 +125,29 @@ class SBFNClassifierHead(TrainableHead):
 
     @torch.no_grad()
     def epoch_start(self) -> None:
-        if not bool(self.initialised) or self.n_units < 2:
+        if not bool(self.initialised):
             return
-        d = torch.cdist(self.centres, self.centres)
-        d.fill_diagonal_(float("inf"))
-        self.gamma.copy_(d.min(1).values.mean().clamp_min(1e-3).expand_as(self.gamma))
+        if self._r2_count:
+            scale = torch.tensor(self._r2_sum / self._r2_count).sqrt()
+        elif self.n_units >= 2:
+            d = torch.cdist(self.centres, self.centres)
+            d.fill_diagonal_(float("inf"))
+            scale = d.min(1).values.mean()
+        else:
+            return
+        self.gamma.copy_(scale.clamp_min(1e-3).expand_as(self.gamma))
+        self._r2_sum, self._r2_count = 0.0, 0
 
     def features(self, P: torch.Tensor) -> torch.Tensor:
         flat = P.reshape(len(P), -1)
         r2 = torch.cdist(flat, self.centres).pow(2)
-        h = torch.exp(-r2 / (2 * self.gamma ** 2))
+        if self.training and torch.is_grad_enabled():
+            self._r2_sum += float(r2.detach().min(1).values.sum())
+            self._r2_count += len(r2)
+        exponent = -r2 / (2 * self.gamma ** 2)
         if self.row_norm == "sum":
-            return h / h.sum(1, keepdim=True).clamp_min(1e-30)
+            return torch.softmax(exponent, dim=1)
+        h = torch.exp(exponent)
         return self.norm(h) if self.norm is not None else h
 
     def predict_proba(self, P: torch.Tensor) -> torch.Tensor:
@@ -133,8 +159,9 @@ class MoEGateHead(TrainableHead):
     """Mixture-of-Experts: a linear gate on D_i gives per-sample weights g_i over the M members;
     the output is the gated sum sum_j g_ij p_ij (a mixture, so it stays in the simplex)."""
 
-    def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0, lr: float = 0.1):
-        super().__init__(lr)
+    def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0, lr: float = 0.1,
+                 optimizer: str = "sgd"):
+        super().__init__(lr, optimizer)
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         self.temperature = temperature
