@@ -60,3 +60,14 @@ def test_heads_reject_a_wrong_probability_shape():
     head = MoEGateHead(3, 4)
     with pytest.raises(ConfigError, match="N, M, C"):
         head.predict_proba(torch.rand(5, 12))
+
+
+def test_centres_seeded_on_untrained_members_are_reseeded_once_members_sharpen():
+    _, sharp, y = separable(n=256)
+    head = SBFNClassifierHead(3, 4, n_units=12)
+    head.step(torch.full_like(sharp[:64], 0.25), y[:64])     # untrained members: uniform outputs
+    collapsed = float(head._centre_spacing())
+    for s in range(0, 256, 64):
+        head.step(sharp[s:s + 64], y[s:s + 64])
+    head.epoch_start()
+    assert float(head._centre_spacing()) > 10 * collapsed

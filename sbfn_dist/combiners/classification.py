@@ -96,8 +96,10 @@ class SBFNClassifierHead(TrainableHead):
     """
 
     def __init__(self, n_members: int, n_classes: int, n_units: int, temperature: float = 3.0,
-                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0, optimizer: str = "sgd"):
+                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0, optimizer: str = "sgd",
+                 reseed: bool = True):
         super().__init__(lr, optimizer)
+        self.reseed = reseed
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         if row_norm not in ROW_NORMS:
@@ -113,15 +115,25 @@ class SBFNClassifierHead(TrainableHead):
 
     @torch.no_grad()
     def prepare(self, P: torch.Tensor) -> None:
+        self._recent = P.reshape(len(P), -1)
         if bool(self.initialised):
             return
-        flat = P.reshape(len(P), -1)
-        gen = torch.Generator().manual_seed(self.seed)
-        pick = torch.randint(len(flat), (self.n_units,), generator=gen).to(P.device)
-        noise = 1e-3 * torch.randn(self.centres.shape, generator=gen).to(P.device)
-        self.centres.copy_(flat[pick] + noise)
+        self._seed_centres(self._recent)
         self.initialised.fill_(True)
         self.epoch_start()
+
+    @torch.no_grad()
+    def _seed_centres(self, flat: torch.Tensor) -> None:
+        gen = torch.Generator().manual_seed(self.seed)
+        pick = torch.randint(len(flat), (self.n_units,), generator=gen).to(flat.device)
+        noise = 1e-3 * torch.randn(self.centres.shape, generator=gen).to(flat.device)
+        self.centres.copy_(flat[pick] + noise)
+
+    @torch.no_grad()
+    def _centre_spacing(self) -> torch.Tensor:
+        d = torch.cdist(self.centres, self.centres)
+        d.fill_diagonal_(float("inf"))
+        return d.min(1).values.mean()
 
     @torch.no_grad()
     def epoch_start(self) -> None:
@@ -129,10 +141,12 @@ class SBFNClassifierHead(TrainableHead):
             return
         if self._r2_count:
             scale = torch.tensor(self._r2_sum / self._r2_count).sqrt()
+            # Centres seeded while the members were still near-uniform sit on top of each other
+            # and make every unit alike: re-seed them from the latest structured vectors.
+            if self.reseed and self.n_units >= 2 and self._centre_spacing() < 0.1 * scale:
+                self._seed_centres(self._recent)
         elif self.n_units >= 2:
-            d = torch.cdist(self.centres, self.centres)
-            d.fill_diagonal_(float("inf"))
-            scale = d.min(1).values.mean()
+            scale = self._centre_spacing()
         else:
             return
         self.gamma.copy_(scale.clamp_min(1e-3).expand_as(self.gamma))
