@@ -1,0 +1,57 @@
+"""run_trial for image classification: one record per (split, combiner)."""
+
+import math
+
+import pytest
+
+from sbfn_dist.combiners import CLASSIFICATION_COMBINERS
+from sbfn_dist.config import TrialConfig
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.experiment import run_trial
+
+SMALL = {"folds": 2, "fold": 0, "n_members": 3, "ensemble": "cnn", "batch_size": 64,
+         "n_val": 300, "n_test": 500, "head_epochs": 30}
+
+
+def by_model(records):
+    return {r["model"]: r for r in records}
+
+
+def test_digits_trial_gives_every_combiner_with_scores_and_diagnostics():
+    records = run_trial(dict(SMALL, dataset="digits", n_test=300, epochs=3))
+    assert set(by_model(records)) == set(CLASSIFICATION_COMBINERS)
+    for r in records:
+        assert r["status"] == "ok" and 0 <= r["accuracy"] <= 1 and r["nll"] > 0
+        for field in ("ece", "gibbs_risk", "disagreement", "mv_risk", "bregman_diversity",
+                      "flops_per_example", "n_params_members", "train_seconds", "eval_seconds"):
+            assert field in r and not math.isnan(r[field])
+
+
+def test_mnist_subset_beats_chance_by_a_wide_margin_for_every_combiner(data_dir):
+    records = run_trial(dict(SMALL, dataset="mnist", data_dir=data_dir, epochs=2,
+                             n_train=1500))
+    assert all(r["accuracy"] > 0.4 for r in records), {r["model"]: r["accuracy"] for r in records}
+
+
+def test_cifar10_subset_beats_chance_for_every_combiner(data_dir):
+    records = run_trial(dict(SMALL, dataset="cifar10", data_dir=data_dir, epochs=3,
+                             n_train=2000))
+    scores = {r["model"]: r["accuracy"] for r in records}
+    assert all(a > 0.15 for a in scores.values()), scores        # chance is 0.10
+    assert scores["logit_mean"] > 0.25, scores
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("ensemble", "vgg", "ensemble"), ("temperature", 0.0, "temperature"),
+    ("combiners", ["sbfn_ls"], "combiners"), ("competitors", ["svm_rbf"], "competitors"),
+    ("head_optimizer", "lbfgs", "head_optimizer"),
+])
+def test_bad_image_config_is_a_clear_error(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        run_trial(dict(SMALL, dataset="digits", **{field: value}))
+
+
+def test_task_defaults_follow_the_data_set():
+    cfg = TrialConfig.from_dict({"dataset": "digits"})
+    assert (cfg.split, cfg.folds, cfg.lr_alpha, cfg.temperature) == ("holdout", 5, 0.1, 3.0)
+    assert TrialConfig.from_dict({"dataset": "diabetes"}).batch_size == 1
