@@ -15,12 +15,12 @@ from sbfn_dist.combiners import CLASSIFICATION_COMBINERS, REGRESSION_COMBINERS
 from sbfn_dist.combiners.basis import BASES
 from sbfn_dist.combiners.classification import HEAD_OPTIMIZERS, ROW_NORMS
 from sbfn_dist.combiners.online import G3_BASES
+from sbfn_dist.data.images import IMAGE_DATASETS
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.image_ensemble import OPTIMIZERS
 from sbfn_dist.learners.mlp import ACTIVATIONS, INIT_SCHEMES
 
-IMAGE_DATASETS = ("mnist", "fashion_mnist", "cifar10", "digits")
 SPLITS = ("kfold", "holdout", "fixed")
-OPTIMIZERS = ("sgd", "adam")
 
 TASK_DEFAULTS = {
     "regression": {"split": "kfold", "folds": 10, "epsilon": 0.1, "lr": 0.03, "epochs": 10,
