@@ -13,14 +13,15 @@ import numpy as np
 
 from sbfn_dist import __version__
 from sbfn_dist.baselines import build_competitor, competitor_configs
-from sbfn_dist.combiners import CLOSED_FORM, ArithmeticCombiner, OnlineSBFN, fit_lambda_path, fit_online_grid
+from sbfn_dist.combiners import (CLOSED_FORM, ONLINE_VARIANTS, ArithmeticCombiner, OnlineSBFN,
+                                 fit_lambda_path, fit_online_grid)
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.data import FoldScaler, load_tabular, make_splits
 from sbfn_dist.ensemble import MemberConfig, TrainingDiverged, train_members
 from sbfn_dist.metrics import regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
 
-ONLINE = ("g1", "g2", "g3")
+ONLINE = ONLINE_VARIANTS
 
 
 def member_config(cfg: TrialConfig, fold: int) -> MemberConfig:
