@@ -1,0 +1,87 @@
+"""Configurations: which columns are hyper-parameters, and per-configuration means over folds.
+
+A *configuration* is a model plus every hyper-parameter column whose value varies among that
+model's rows of one data set. Folds, seeds, trial ids, sizes, timings, metrics and diagnostics
+are never hyper-parameters. Per configuration, each fold's value is first averaged over seeds
+(and any repeated runs), then the fold values give the configuration's mean and spread.
+"""
+
+import numpy as np
+import pandas as pd
+
+from analysis.labels import param_label
+
+# Identity, bookkeeping and environment columns: never part of a configuration.
+NOT_HYPER = {
+    "sweep", "trial_id", "fold", "seed", "dataset", "task", "family", "model", "status", "error",
+    "package_version", "target", "target_unit", "n_train", "n_val", "n_test", "lambda2_grid",
+    "data_dir", "device", "dtype", "folds", "split", "test_fraction", "rmse", "mae", "r2",
+    "accuracy", "nll", "ece", "gibbs_risk", "disagreement", "mv_risk", "c_bound",
+}
+OUTPUT_PREFIXES = ("bregman_", "member_", "n_params", "flops")
+OUTPUT_SUFFIXES = ("_seconds",)
+
+
+def is_hyper_candidate(column: str) -> bool:
+    return not (column in NOT_HYPER or column.startswith(OUTPUT_PREFIXES)
+                or column.endswith(OUTPUT_SUFFIXES))
+
+
+def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
+    """Hyper-parameter columns with more than one value (NaN counts as a value) in df.
+
+    A column that maps one-to-one onto an earlier one (model_params {"lambda2": x} onto lambda2)
+    adds nothing and is left out; model_params comes last so the named column is kept.
+    """
+    cands = [c for c in df.columns if c not in exclude and is_hyper_candidate(c)]
+    cands.sort(key=lambda c: c == "model_params")
+    counts = {c: df[c].nunique(dropna=False) for c in cands}
+    out = []
+    for c in (c for c in cands if counts[c] > 1):
+        if not any(_one_to_one(df, kept, c, counts) for kept in out):
+            out.append(c)
+    return out
+
+
+def _one_to_one(df: pd.DataFrame, a: str, b: str, counts: dict) -> bool:
+    if counts[a] != counts[b]:
+        return False
+    return len(df[[a, b]].astype(str).drop_duplicates()) == counts[a]
+
+
+def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataFrame:
+    """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats."""
+    cols = [metric, *extra]
+    return df.groupby([*keys, "fold"], dropna=False, sort=False)[cols].mean().reset_index()
+
+
+def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), extra=()) -> pd.DataFrame:
+    """Per configuration within each group: mean over folds, std across folds (ddof 1), n folds.
+
+    Adds `config` (a readable label of the varying columns) and `config_columns`.
+    """
+    parts = []
+    for key, sub in df.groupby(list(group), dropna=False, sort=False):
+        cols = varying_columns(sub, exclude=group)
+        per_fold = fold_values(sub, [*group, *cols], metric, extra)
+        agg = per_fold.groupby([*group, *cols], dropna=False, sort=False).agg(
+            mean=(metric, "mean"), std=(metric, "std"), n_folds=("fold", "nunique"),
+            **{e: (e, "mean") for e in extra})
+        agg = agg.reset_index()
+        agg["config"] = config_labels(agg, cols)
+        agg["config_columns"] = ", ".join(cols)
+        parts.append(agg)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def config_labels(df: pd.DataFrame, cols: list) -> pd.Series:
+    if not cols:
+        return pd.Series(["(single configuration)"] * len(df), index=df.index)
+    text = [df[c].map(lambda v, c=c: f"{param_label(c)}={_short(v)}") for c in cols]
+    return pd.concat(text, axis=1).agg(", ".join, axis=1)
+
+
+def _short(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return "–" if np.isnan(v) else f"{v:g}"
+    return str(v)

@@ -1,0 +1,183 @@
+"""The paper's figures from the results table (matplotlib, Agg): one style, labelled axes with
+units, one colour per model everywhere. Each function returns the PNG path it wrote, or raises
+Skip with the reason when the data lack the needed columns or variation."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis.configs import configurations  # noqa: E402
+from analysis.image_tables import split_interval  # noqa: E402
+from analysis.labels import MODEL_ORDER, ensemble_label, model_label, model_sort_key  # noqa: E402
+
+PALETTE = plt.get_cmap("tab20").colors
+LINESTYLES = ("-", "--", ":", "-.")
+STYLE = {"figure.dpi": 110, "savefig.dpi": 110, "font.size": 9, "axes.grid": True,
+         "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+         "legend.fontsize": 8, "legend.frameon": False}
+
+
+class Skip(Exception):
+    """The data cannot make this figure; the message says why (printed in the report)."""
+
+
+def colour(model: str):
+    i = MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER) + hash(model) % 4
+    return PALETTE[i % len(PALETTE)]
+
+
+def _models(df: pd.DataFrame) -> list:
+    return sorted(df["model"].unique(), key=model_sort_key)
+
+
+def _need(df: pd.DataFrame, cols, varying=()) -> None:
+    missing = [c for c in cols if c not in df.columns or df[c].isna().all()]
+    if missing:
+        raise Skip(f"the results lack the column(s) {missing}")
+    flat = [c for c in varying if df[c].nunique() < 2]
+    if flat:
+        raise Skip(f"{flat} take a single value in these results, so there is nothing to compare")
+
+
+def _legend(ax, ncol: int = 3) -> None:
+    """Above the axes, so it never hides data."""
+    ax.legend(ncol=ncol, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7)
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def rmse_by_m_eps(iv: pd.DataFrame, unit: str, path: Path) -> Path:
+    """Mean RMSE with its 90% interval for every (M, ε) pair, one series per model."""
+    if iv.empty:
+        raise Skip("no ensemble-combiner rows with status ok")
+    pairs = iv[["n_members", "epsilon"]].drop_duplicates().sort_values(["n_members", "epsilon"])
+    if len(pairs) < 2:
+        raise Skip("a single (M, ε) pair: nothing to compare")
+    pos = {p: i for i, p in enumerate(map(tuple, pairs.to_numpy()))}
+    models = _models(iv)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(pos) * max(1, len(models) / 3)), 3.8))
+        width = 0.8 / len(models)
+        for k, model in enumerate(models):
+            sub = iv[iv["model"] == model]
+            x = np.array([pos[(m, e)] for m, e in zip(sub["n_members"], sub["epsilon"])])
+            x = x - 0.4 + width * (k + 0.5)
+            err = np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]])
+            ax.errorbar(x, sub["mean"], yerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2,
+                        color=colour(model), label=model_label(model))
+        ax.set_xticks(range(len(pos)), [f"M={m:g}\nε={e:g}" for m, e in pos])
+        ax.set_xlabel("(M, ε): number of hypotheses and diversity parameter")
+        ax.set_ylabel(f"test RMSE{f' ({unit})' if unit else ''}")
+        _legend(ax)
+        return _save(fig, path)
+
+
+def accuracy_by(ok: pd.DataFrame, by: str, xlabel: str, path: Path) -> Path:
+    """Accuracy (%) with 95% intervals across splits against M or ε, one line per combiner."""
+    _need(ok, [by, "accuracy"], varying=[by])
+    iv = split_interval(ok, ["model", by], "accuracy")
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        for model in _models(iv):
+            sub = iv[iv["model"] == model].sort_values(by)
+            ax.errorbar(sub[by], 100 * sub["mean"], yerr=100 * sub["half_width"].fillna(0),
+                        marker="o", ms=3, capsize=2, color=colour(model), label=model_label(model))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test accuracy (%)")
+        _legend(ax)
+        return _save(fig, path)
+
+
+def accuracy_by_architecture(ok: pd.DataFrame, path: Path) -> Path:
+    """Grouped bars: accuracy (%) per architecture mix and combiner, 95% intervals across splits."""
+    _need(ok, ["ensemble", "accuracy"], varying=["ensemble"])
+    iv = split_interval(ok, ["ensemble", "model"], "accuracy")
+    mixes, models = sorted(iv["ensemble"].unique()), _models(iv)
+    width = 0.8 / len(models)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(mixes)), 3.8))
+        for k, model in enumerate(models):
+            sub = iv[iv["model"] == model].set_index("ensemble").reindex(mixes)
+            ax.bar(np.arange(len(mixes)) - 0.4 + width * (k + 0.5), 100 * sub["mean"], width,
+                   yerr=100 * sub["half_width"].fillna(0), capsize=2, color=colour(model),
+                   label=model_label(model))
+        ax.set_xticks(range(len(mixes)), [ensemble_label(m) for m in mixes])
+        ax.set_xlabel("architecture mix of the members")
+        ax.set_ylabel("test accuracy (%)")
+        _legend(ax)
+        return _save(fig, path)
+
+
+def violins(ok: pd.DataFrame, metric: str, ylabel: str, path: Path) -> Path:
+    """Distribution over configurations of each model's per-configuration mean metric."""
+    _need(ok, [metric])
+    conf = configurations(ok, metric)
+    models = [m for m in _models(conf) if conf.loc[conf["model"] == m, "mean"].notna().any()]
+    data = [conf.loc[conf["model"] == m, "mean"].dropna().to_numpy() for m in models]
+    if max(len(d) for d in data) < 2:
+        raise Skip("every model has a single configuration: no distribution to show")
+    scale = 100 if metric == "accuracy" else 1
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(models)), 3.8))
+        parts = ax.violinplot([scale * d for d in data], showmedians=True)
+        for body, m in zip(parts["bodies"], models):
+            body.set_facecolor(colour(m))
+            body.set_alpha(0.6)
+        ax.set_xticks(range(1, len(models) + 1), [model_label(m) for m in models], rotation=30,
+                      ha="right")
+        ax.set_ylabel(ylabel)
+        return _save(fig, path)
+
+
+def time_vs_accuracy(ok: pd.DataFrame, path: Path) -> Path:
+    """Each configuration's mean training time (log scale) against its mean accuracy."""
+    _need(ok, ["train_seconds", "accuracy"])
+    conf = configurations(ok, "accuracy", extra=("train_seconds",))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        for model in _models(conf):
+            sub = conf[conf["model"] == model]
+            ax.scatter(sub["train_seconds"], 100 * sub["mean"], s=14, alpha=0.8,
+                       color=colour(model), label=model_label(model))
+        ax.set_xscale("log")
+        ax.set_xlabel("training time per split (s, members + combiner, log scale)")
+        ax.set_ylabel("test accuracy (%)")
+        _legend(ax)
+        return _save(fig, path)
+
+
+BREGMAN = ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity", "bregman_bias")
+PAC = ("gibbs_risk", "disagreement", "mv_risk", "c_bound")
+
+
+def diagnostics_vs_eps(diag: pd.DataFrame, path: Path) -> Path:
+    """Bregman terms (left, nats) and PAC-Bayes quantities (right, fractions) against ε."""
+    if diag.empty:
+        raise Skip("the results have no diagnostics columns (bregman_*, gibbs_risk, ...)")
+    _need(diag, ["epsilon"], varying=["epsilon"])
+    mixes = sorted(diag["ensemble"].unique()) if "ensemble" in diag else [None]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for ax, cols, unit in ((axes[0], BREGMAN, "cross-entropy terms (nats)"),
+                               (axes[1], PAC, "risk / disagreement / bound (fraction)")):
+            for i, col in enumerate(c for c in cols if c in diag and diag[c].notna().any()):
+                for j, mix in enumerate(mixes):
+                    sub = diag if mix is None else diag[diag["ensemble"] == mix]
+                    sub = sub.sort_values("epsilon")
+                    ax.plot(sub["epsilon"], sub[col], marker="o", ms=3, color=PALETTE[2 * i],
+                            ls=LINESTYLES[j % 4],
+                            label=col if mix is None else f"{col}, {ensemble_label(mix)}")
+            ax.set_xlabel("ε (diversity parameter)")
+            ax.set_ylabel(unit)
+            _legend(ax, ncol=2)
+        return _save(fig, path)

@@ -1,0 +1,166 @@
+"""Image-ensemble tables (paper, "Multiple Hypothesis Deep Ensembles" and "Computational
+Efficiency"): overall accuracy with gains, best configuration, efficiency, ε-sensitivity
+(homogeneous vs heterogeneous), and the ensemble diagnostics against ε.
+
+Intervals are "95% across splits": within each holdout split the accuracy is averaged over the
+rows of the group (configurations, seeds), then mean ± t_{0.975, n-1} · s / √n over the n splits.
+"""
+
+import numpy as np
+import pandas as pd
+
+from analysis.configs import configurations, fold_values
+from analysis.labels import ensemble_label, model_label, model_sort_key
+from analysis.stats import t_half_width, t_interval
+from analysis.tables import best_fold_scores
+
+LEVEL = 0.95
+BASE = "base_avg"
+MEAN = "logit_mean"
+DIAGNOSTICS = ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity",
+               "bregman_bias", "gibbs_risk", "disagreement", "mv_risk", "c_bound")
+EFFICIENCY = ("train_seconds", "eval_seconds", "members_train_seconds", "flops_per_example",
+              "n_params_members")
+
+NOTES = {
+    "overall": [
+        "Accuracy in %: for each split, the mean accuracy over every configuration and seed of the "
+        "data set, architecture mix and combiner; then the mean over splits ± the half width of the "
+        "95% Student-t interval across splits (t_{0.975, n-1} · s / √n).",
+        "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
+        "individual members), or minus Mean (logit averaging), in percentage points.",
+    ],
+    "best": [
+        "Best configuration: for each data set, architecture mix and combiner, the configuration "
+        "(hyper-parameters that vary in the sweep) with the highest mean accuracy over splits; "
+        "± is the 95% t half width across its splits; seconds are means over its splits.",
+        "members %: the mean accuracy of the individual members in that configuration.",
+    ],
+    "efficiency": [
+        "Means over all rows of the data set, architecture mix and combiner. train s: members' "
+        "training plus the combiner's fit; eval s: members' forward pass on the test split plus "
+        "the combiner; FLOPs: multiply-accumulates x2 of the members per test image; params: "
+        "trainable parameters of the members.",
+        "acc. std (pts): the sample standard deviation across splits of the per-split accuracy "
+        "(stability across runs).",
+    ],
+    "eps": [
+        "Accuracy in % by ε, heterogeneous (architecture mix 'mixed') vs homogeneous (every other "
+        "mix, pooled), each mean over splits ± the 95% t half width across splits.",
+    ],
+    "diagnostics": [
+        "One value per (trial, split): the diagnostics are computed once on the members' test "
+        "predictions and shared by every combiner row of that split; means over trials and splits.",
+        "bregman_*: cross-entropy Bregman decomposition (ensemble loss = avg member loss − "
+        "diversity; bias = loss at the centroid, docs/diagnostics.md). gibbs_risk, disagreement, "
+        "mv_risk, c_bound: PAC-Bayes majority-vote quantities of the members' argmax votes with "
+        "uniform weights.",
+    ],
+}
+
+
+def split_interval(df: pd.DataFrame, keys: list, metric: str, level: float = LEVEL) -> pd.DataFrame:
+    """Per group of keys: mean over splits of the per-split mean, t half width, n splits."""
+    per_split = fold_values(df, keys, metric)
+    g = per_split.groupby(keys, dropna=False, sort=False)[metric]
+    out = pd.DataFrame({"mean": g.mean(), "n_splits": g.count()})
+    out["half_width"] = t_half_width(g.std(), out["n_splits"], level)
+    return out.reset_index()
+
+
+def _with_kind(df: pd.DataFrame) -> pd.DataFrame:
+    kind = np.where(df["ensemble"] == "mixed", "heterogeneous", "homogeneous")
+    return df.assign(kind=kind)
+
+
+def overall_accuracy(ok: pd.DataFrame) -> pd.DataFrame:
+    """Long table: dataset, ensemble, model, accuracy %, ± and the gains in points."""
+    acc = split_interval(ok, ["dataset", "ensemble", "model"], "accuracy")
+    acc[["mean", "half_width"]] *= 100
+    ref = acc.set_index(["dataset", "ensemble", "model"])["mean"]
+    for other, col in ((BASE, "gain_vs_base_avg"), (MEAN, "gain_vs_mean")):
+        keys = list(zip(acc["dataset"], acc["ensemble"], [other] * len(acc)))
+        acc[col] = acc["mean"].to_numpy() - ref.reindex(keys).to_numpy()
+    return _order(acc)
+
+
+def _order(df: pd.DataFrame, first=("dataset", "ensemble")) -> pd.DataFrame:
+    key = df["model"].map(lambda m: model_sort_key(m)[0])
+    return df.assign(_k=key).sort_values([*first, "_k"]).drop(columns="_k").reset_index(drop=True)
+
+
+def overall_view(acc: pd.DataFrame) -> pd.DataFrame:
+    """Wide view for the report: one row per data set x architecture mix."""
+    cell = acc["mean"].map("{:.2f}".format) + " ± " + acc["half_width"].map("{:.2f}".format)
+    wide = acc.assign(cell=cell).pivot(index=["dataset", "ensemble"], columns="model", values="cell")
+    wide = wide[sorted(wide.columns, key=model_sort_key)]
+    wide.columns = [model_label(m) for m in wide.columns]
+    for model in (m for m in ("sbfn", "sbfn_stacked") if m in set(acc["model"])):
+        gains = acc[acc["model"] == model].set_index(["dataset", "ensemble"])
+        for col, ref in (("gain_vs_base_avg", "Base avg."), ("gain_vs_mean", "Mean")):
+            wide[f"{model_label(model)} − {ref} (pts)"] = gains[col].map("{:+.2f}".format)
+    wide = wide.reset_index()
+    wide["ensemble"] = wide["ensemble"].map(ensemble_label)
+    return wide.fillna("–")
+
+
+def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
+    group = ["dataset", "ensemble", "model"]
+    extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean") if c in ok]
+    conf = configurations(ok, "accuracy", group, extra)
+    rows = []
+    for _, sub in conf.groupby(group, sort=False):
+        best = sub.loc[sub["mean"].idxmax()]
+        mean, half, n = t_interval(best_fold_scores(ok, best, group, "accuracy"), LEVEL)
+        rows.append({**{g: best[g] for g in group}, "config": best["config"],
+                     "n_members": _value(best, ok, "n_members"), "epsilon": _value(best, ok, "epsilon"),
+                     "accuracy_pct": 100 * mean, "half_width_pct": 100 * half, "n_splits": n,
+                     **{e: best[e] for e in extra}})
+    out = pd.DataFrame(rows)
+    if "member_accuracy_mean" in out:
+        out["member_accuracy_mean"] *= 100
+    return _order(out)
+
+
+def _value(best: pd.Series, ok: pd.DataFrame, col: str):
+    """A hyper-parameter of the best configuration: its own value, or the sweep's single value."""
+    if col in best.index and pd.notna(best[col]):
+        return best[col]
+    values = ok.loc[ok["dataset"] == best["dataset"], col].dropna().unique() if col in ok else []
+    return values[0] if len(values) == 1 else np.nan
+
+
+def efficiency(ok: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in EFFICIENCY if c in ok]
+    group = ["dataset", "ensemble", "model"]
+    out = ok.groupby(group, sort=False)[[*cols, "accuracy"]].mean().reset_index()
+    per_split = fold_values(ok, group, "accuracy")
+    std = per_split.groupby(group, sort=False)["accuracy"].std().rename("accuracy_std") * 100
+    out = out.merge(std.reset_index(), on=group)
+    out["accuracy"] *= 100
+    return _order(out)
+
+
+def epsilon_sensitivity(ok: pd.DataFrame) -> pd.DataFrame:
+    df = _with_kind(ok)
+    out = split_interval(df, ["dataset", "model", "epsilon", "kind"], "accuracy")
+    out[["mean", "half_width"]] *= 100
+    return _order(out.sort_values(["dataset", "model", "epsilon", "kind"]), ("dataset", "epsilon"))
+
+
+def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
+    cell = eps["mean"].map("{:.2f}".format) + " ± " + eps["half_width"].map("{:.2f}".format)
+    wide = eps.assign(cell=cell, label=eps["model"].map(model_label)).pivot(
+        index=["dataset", "label", "epsilon"], columns="kind", values="cell")
+    return wide.reset_index().fillna("–").rename(columns={"label": "combiner", "epsilon": "ε"})
+
+
+def diagnostics_by_epsilon(ok: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in DIAGNOSTICS if c in ok]
+    if not cols:
+        return pd.DataFrame()
+    once = ok.drop_duplicates(["sweep", "trial_id", "fold"])   # one row per (trial, split)
+    group = [g for g in ("dataset", "ensemble", "epsilon") if g in ok]
+    out = once.groupby(group, sort=True)[cols].mean()
+    out["n"] = once.groupby(group, sort=True).size()
+    return out.reset_index()

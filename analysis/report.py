@@ -1,0 +1,76 @@
+"""`python -m analysis.report results/<sweep> [more...] [--out DIR]` -> report.md, a self-contained
+report.html (figures embedded), tables/*.csv and figures/*.png. Works on partial sweeps (it says
+what is missing) and on several sweeps at once. Definitions: docs/analysis.md."""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from analysis import sections
+from analysis.collect import Results, ResultsError, load_results
+from analysis.document import Heading, Text, html_page, markdown, write_tables
+from analysis.stats import TESTS
+
+TITLE = "sbfn-dist results report"
+
+
+def table_blocks(results: Results, test: str = "t") -> list:
+    """Every table of the report (no figures): bookkeeping, regression, image ensembles."""
+    blocks = sections.status_blocks(results)
+    ok, not_ok = results.ok, results.not_ok
+    reg, img = ok[ok["task"] == "regression"], ok[ok["task"] == "classification"]
+    if not reg.empty:
+        blocks += sections.regression_tables(reg, not_ok, test)
+    if not img.empty:
+        blocks += sections.image_tables(img, test)
+    if reg.empty and img.empty:
+        blocks.append(Text("No row has status ok: there is nothing to summarise yet."))
+    return blocks
+
+
+def figure_blocks(results: Results, figdir: Path) -> list:
+    ok = results.ok
+    blocks = [Heading("Figures")]
+    reg, img = ok[ok["task"] == "regression"], ok[ok["task"] == "classification"]
+    if not reg.empty:
+        blocks += sections.regression_figures(reg, figdir)
+    if not img.empty:
+        blocks += sections.image_figures(img, figdir)
+    return blocks
+
+
+def write_report(paths, out: Path | None = None, test: str = "t") -> Path:
+    """Build the report of one or more results paths into `out` (default <first>/report)."""
+    results = load_results(paths)
+    first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
+    out = Path(out) if out else (first if first.is_dir() else first.parent) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    names = ", ".join(s.name for s in results.sweeps)
+    blocks = [Heading(TITLE, 1), Text(f"Sweeps: {names}. Generated {time.strftime('%Y-%m-%d %H:%M')} "
+                                      f"from {len(results.table)} result rows.")]
+    blocks += table_blocks(results, test) + figure_blocks(results, out / "figures")
+    write_tables(blocks, out)
+    (out / "report.md").write_text(markdown(blocks, out))
+    (out / "report.html").write_text(html_page(blocks, TITLE))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__)
+    parser.add_argument("results", nargs="+", help="results/<sweep> directories or parquet paths")
+    parser.add_argument("--out", type=Path, default=None, help="report directory "
+                        "(default: <first results dir>/report)")
+    parser.add_argument("--test", choices=TESTS, default="t", help="paired test of the ranking")
+    args = parser.parse_args(argv)
+    try:
+        out = write_report(args.results, args.out, args.test)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report written to {out}/report.md and {out}/report.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

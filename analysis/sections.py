@@ -1,0 +1,161 @@
+"""The report's sections as blocks: bookkeeping, regression, image ensembles.
+
+`*_tables` builds only tables (what the benchmark times); `*_figures` draws the figures for
+the same rows into `figdir`, turning a Skip into a note that says why the figure is missing.
+"""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import figures, image_tables as it, tables
+from analysis.document import Figure, Heading, Table, Text
+from analysis.labels import model_label
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", str(text)).strip("_").lower() or "x"
+
+
+def status_blocks(results) -> list:
+    blocks = [Heading("Sweeps and trial status"),
+              Table("sweeps", "Sweeps read", tables.sweep_summary(results.sweeps))]
+    for s in results.sweeps:
+        if s.n_missing:
+            blocks.append(Text(f"Partial sweep '{s.name}': {s.n_trials} of {s.n_trials_expected} "
+                               f"trials have results; {s.n_missing} are missing (not finished, "
+                               f"or never started). Every statistic below uses only what is present."))
+        elif s.n_trials_expected is None:
+            blocks.append(Text(f"Sweep '{s.name}' has no sweep.json, so the number of trials it "
+                               f"should have is unknown; {s.n_trials} trials were found."))
+    blocks.append(Table("status", "Rows by status", tables.status_counts(results.table),
+                        notes=tables.NOTES["status"]))
+    if not results.not_ok.empty:
+        blocks.append(Table("problems", "Trials that diverged or failed",
+                            tables.problem_list(results.not_ok)))
+    return blocks
+
+
+def _unit(ok: pd.DataFrame) -> str:
+    units = ok["target_unit"].dropna().unique() if "target_unit" in ok else []
+    return str(units[0]) if len(units) == 1 else ""
+
+
+def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list:
+    blocks = [Heading("Regression")]
+    for dataset, sub in ok.groupby("dataset", sort=True):
+        unit = _unit(sub)
+        blocks.append(Heading(f"{dataset}", 3))
+        q = tables.quartile_table(sub, not_ok)
+        view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
+                  "excluded_rows", "best_config"]].rename(columns={
+            "label": "model", "first_model": "1st model", "std_dev": "Std dev.", "q1": "1st Q",
+            "q3": "3rd Q", "n_configurations": "configs", "excluded_rows": "excluded rows",
+            "best_config": "best configuration"})
+        blocks.append(Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
+                            f"({unit or 'target units'}) over all hyper-parameter configurations",
+                            q, view, tables.NOTES["quartiles"]))
+        iv = tables.interval_by_m_eps(sub)
+        if not iv.empty:
+            blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
+                                f"90% interval by (M, ε)", iv, None, tables.NOTES["m_eps"]))
+    blocks += ranking_blocks(ok, "rmse", test)
+    return blocks
+
+
+def ranking_blocks(ok: pd.DataFrame, metric: str, test: str) -> list:
+    ranks, pairs = tables.ranking(ok, metric, test)
+    if ranks.empty:
+        return [Text(f"Ranking by {metric}: skipped, fewer than two models share a fold.")]
+    test_name = {"t": "Student's paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}[test]
+    notes = tables.NOTES["ranking"] + [f"Test: {test_name}, two-sided."]
+    if test == "wilcoxon":
+        notes.append("With n folds the smallest attainable Wilcoxon p is 2/2^n (0.0625 at n = 5).")
+    return [Table(f"ranking_{metric}", f"Model ranking by {metric}", ranks, notes=notes),
+            Table(f"pairs_{metric}", f"Paired tests between models ({metric})", pairs, notes=notes)]
+
+
+def regression_figures(ok: pd.DataFrame, figdir: Path) -> list:
+    blocks = []
+    for dataset, sub in ok.groupby("dataset", sort=True):
+        unit, s = _unit(sub), slug(dataset)
+        blocks.append(_figure(f"rmse_m_eps_{s}", f"{dataset}: RMSE by (M, ε)",
+                              f"Mean test RMSE over folds and its 90% Student-t interval for the best "
+                              f"configuration of each (M, ε) pair, per combiner.",
+                              lambda p: figures.rmse_by_m_eps(tables.interval_by_m_eps(sub), unit, p),
+                              figdir))
+        blocks.append(_figure(f"rmse_violin_{s}", f"{dataset}: RMSE across configurations",
+                              "Distribution over configurations of each model's mean test RMSE "
+                              "(violin; line: median).",
+                              lambda p: figures.violins(sub, "rmse", f"test RMSE ({unit or 'target units'})", p),
+                              figdir))
+    return blocks
+
+
+def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
+    try:
+        return Figure(name, title, draw(figdir / f"{name}.png"), caption)
+    except figures.Skip as why:
+        return Figure(name, title, None, str(why))
+
+
+def image_tables(ok: pd.DataFrame, test: str) -> list:
+    acc = it.overall_accuracy(ok)
+    best = it.best_configurations(ok)
+    eps = it.epsilon_sensitivity(ok)
+    blocks = [Heading("Image ensembles"),
+              Table("accuracy_overall", "Overall test accuracy (%) per data set and architecture mix",
+                    acc, it.overall_view(acc), it.NOTES["overall"]),
+              Table("best_configurations", "Best configuration per data set, architecture mix and "
+                    "combiner", best, _best_view(best), it.NOTES["best"]),
+              Table("efficiency", "Efficiency", it.efficiency(ok), None, it.NOTES["efficiency"]),
+              Table("epsilon_sensitivity", "ε-sensitivity: accuracy (%) by ε, heterogeneous vs "
+                    "homogeneous", eps, it.epsilon_view(eps), it.NOTES["eps"])]
+    diag = it.diagnostics_by_epsilon(ok)
+    if not diag.empty:
+        blocks.append(Table("diagnostics_epsilon", "Ensemble diagnostics against ε", diag, None,
+                            it.NOTES["diagnostics"]))
+    return blocks + ranking_blocks(ok, "accuracy", test)
+
+
+def _best_view(best: pd.DataFrame) -> pd.DataFrame:
+    view = best.assign(model=best["model"].map(model_label))
+    view["accuracy (%)"] = (view["accuracy_pct"].map("{:.2f}".format) + " ± "
+                            + view["half_width_pct"].map("{:.2f}".format))
+    keep = ["dataset", "ensemble", "model", "config", "n_members", "epsilon", "accuracy (%)",
+            "member_accuracy_mean", "train_seconds", "eval_seconds"]
+    return view[[c for c in keep if c in view]].rename(columns={
+        "n_members": "M", "epsilon": "ε", "member_accuracy_mean": "members (%)",
+        "train_seconds": "train s", "eval_seconds": "eval s"})
+
+
+IMAGE_FIGURES = (
+    ("accuracy_by_m", "accuracy by M", "Mean test accuracy and its 95% interval across splits "
+     "against the number of members M, per combiner (all other settings pooled).",
+     lambda sub, p: figures.accuracy_by(sub, "n_members", "M (number of members)", p)),
+    ("accuracy_by_eps", "accuracy by ε", "Mean test accuracy and its 95% interval across splits "
+     "against the diversity parameter ε, per combiner.",
+     lambda sub, p: figures.accuracy_by(sub, "epsilon", "ε (diversity parameter)", p)),
+    ("accuracy_by_mix", "accuracy by architecture mix", "Mean test accuracy and its 95% interval "
+     "across splits per architecture mix (heterogeneous 'mixed' vs homogeneous) and combiner.",
+     figures.accuracy_by_architecture),
+    ("accuracy_violin", "accuracy across configurations", "Distribution over configurations of "
+     "each combiner's mean test accuracy (violin; line: median).",
+     lambda sub, p: figures.violins(sub, "accuracy", "test accuracy (%)", p)),
+    ("time_vs_accuracy", "training time vs accuracy", "Each configuration's mean training time "
+     "per split (members + combiner) against its mean test accuracy.", figures.time_vs_accuracy),
+    ("diagnostics_eps", "diagnostics vs ε", "Left: cross-entropy Bregman terms of the members "
+     "(ensemble loss, average member loss, diversity, bias at the centroid). Right: Gibbs risk, "
+     "expected disagreement, majority-vote risk and C-bound; line style: architecture mix.",
+     lambda sub, p: figures.diagnostics_vs_eps(it.diagnostics_by_epsilon(sub), p)),
+)
+
+
+def image_figures(ok: pd.DataFrame, figdir: Path) -> list:
+    blocks = []
+    for dataset, sub in ok.groupby("dataset", sort=True):
+        for name, title, caption, draw in IMAGE_FIGURES:
+            blocks.append(_figure(f"{name}_{slug(dataset)}", f"{dataset}: {title}", caption,
+                                  lambda p, d=draw, s=sub: d(s, p), figdir))
+    return blocks
