@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from sbfn_dist.baselines import COMPETITOR_GRIDS, COMPETITORS
 from sbfn_dist.combiners import CLASSIFICATION_COMBINERS, REGRESSION_COMBINERS
 from sbfn_dist.combiners.basis import BASES
-from sbfn_dist.combiners.classification import HEAD_OPTIMIZERS, ROW_NORMS
+from sbfn_dist.combiners.classification import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS
 from sbfn_dist.combiners.online import G3_BASES
 from sbfn_dist.data.images import IMAGE_DATASETS
 from sbfn_dist.errors import ConfigError
@@ -84,7 +84,8 @@ class TrialConfig:
     augment: bool | None = None      # None: the data set's default (CIFAR crop + flip)
     temperature: float = 3.0         # T of the s-BFN classifier
     sbfn_units_per_member: int = 4   # K = k * M radial units
-    row_norm: str = "sum"
+    row_norm: str = "layernorm"      # paper: "e.g., LayerNorm"; sum | none (docs/method.md)
+    centre_init: str = "kmeans++"    # s-BFN centre seeding: kmeans++ | random (docs/method.md)
     head_optimizer: str = "sgd"      # sgd: Algorithm 2's update; adam: see docs/method.md
     head_epochs: int | None = None   # stacking epochs (None: same as epochs)
     # competitors (paper: SVM-RBF, random forest, gradient boosting)
@@ -194,5 +195,5 @@ _CHOICES = {
     "split": SPLITS, "online_regime": REGIMES, "device": DEVICES, "dtype": DTYPES,
     "activation": ACTIVATIONS, "init_scheme": INIT_SCHEMES, "sbfn_basis": BASES,
     "g3_basis": G3_BASES, "optimizer": OPTIMIZERS, "row_norm": ROW_NORMS,
-    "head_optimizer": HEAD_OPTIMIZERS,
+    "head_optimizer": HEAD_OPTIMIZERS, "centre_init": CENTRE_INITS,
 }

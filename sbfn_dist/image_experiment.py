@@ -57,7 +57,7 @@ def make_head(name: str, cfg, n_classes: int, seed: int):
     if name.startswith("sbfn"):
         return SBFNClassifierHead(cfg.n_members, n_classes, cfg.sbfn_units_per_member * cfg.n_members,
                                   cfg.temperature, cfg.lr_alpha, cfg.row_norm, seed,
-                                  cfg.head_optimizer)
+                                  cfg.head_optimizer, centre_init=cfg.centre_init)
     return MoEGateHead(cfg.n_members, n_classes, lr=cfg.lr_alpha, optimizer=cfg.head_optimizer)
 
 

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
-                                                probability_average, tune_temperature)
+from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, kmeanspp_rows,
+                                                logit_average, probability_average,
+                                                tune_temperature)
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.geometry import CrossEntropy
 
@@ -71,3 +72,54 @@ def test_centres_seeded_on_untrained_members_are_reseeded_once_members_sharpen()
         head.step(sharp[s:s + 64], y[s:s + 64])
     head.epoch_start()
     assert float(head._centre_spacing()) > 10 * collapsed
+
+
+def sharpening_stream(epochs=8, n=640, m=3, c=10, b=64, seed=0):
+    """What an on-the-fly head sees (Algorithm 2): members uniform at first, one-hot-like at the
+    end; None marks an epoch start. Returns the batches and the final (P, y)."""
+    gen = torch.Generator().manual_seed(seed)
+    y = torch.randint(c, (n,), generator=gen)
+    noise = torch.randn(n, m, c, generator=gen)
+    items = []
+    for e in range(epochs):
+        logits = noise.clone()
+        logits[torch.arange(n), :, y] += 6.0 * e / (epochs - 1)
+        P = torch.softmax(logits, 2)
+        items += [None] + [(P[s:s + b], y[s:s + b]) for s in range(0, n, b)]
+    return items, (P, y)
+
+
+def on_the_fly_accuracy(**options):
+    head = SBFNClassifierHead(3, 10, n_units=12, **options)      # T = 3, eta = 0.1, SGD
+    items, (P, y) = sharpening_stream()
+    for item in items:
+        head.epoch_start() if item is None else head.step(*item)
+    return accuracy(head.predict_proba_eval(P), y)
+
+
+def test_default_head_learns_on_the_fly_while_members_sharpen():
+    assert on_the_fly_accuracy() > 0.95
+
+
+def test_sum_row_normalisation_leaves_the_head_near_chance_at_the_papers_step_size():
+    # why LayerNorm is the default: sum-normalised features barely move alpha (docs/method.md)
+    assert on_the_fly_accuracy(row_norm="sum") < 0.5 < on_the_fly_accuracy(row_norm="layernorm")
+
+
+def test_kmeanspp_seeding_puts_a_centre_in_every_class_cluster():
+    labels = torch.arange(10).repeat_interleave(20)
+    for seed in range(5):
+        gen = torch.Generator().manual_seed(seed)
+        points = torch.eye(10)[labels] + 0.01 * torch.rand(200, 10, generator=gen)
+        picks = kmeanspp_rows(points, 10, gen)
+        assert set(labels[picks].tolist()) == set(range(10))
+
+
+def test_kmeanspp_seeding_handles_more_centres_than_distinct_rows():
+    picks = kmeanspp_rows(torch.ones(4, 3), 6, torch.Generator().manual_seed(0))
+    assert picks.shape == (6,) and int(picks.max()) < 4
+
+
+def test_unknown_centre_init_is_a_clear_error():
+    with pytest.raises(ConfigError, match="centre_init"):
+        SBFNClassifierHead(3, 4, 12, centre_init="farthest")

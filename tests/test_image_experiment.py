@@ -44,7 +44,7 @@ def test_cifar10_subset_beats_chance_for_every_combiner(data_dir):
 @pytest.mark.parametrize("field,value,message", [
     ("ensemble", "vgg", "ensemble"), ("temperature", 0.0, "temperature"),
     ("combiners", ["sbfn_ls"], "combiners"), ("competitors", ["svm_rbf"], "competitors"),
-    ("head_optimizer", "lbfgs", "head_optimizer"),
+    ("head_optimizer", "lbfgs", "head_optimizer"), ("centre_init", "farthest", "centre_init"),
 ])
 def test_bad_image_config_is_a_clear_error(field, value, message):
     with pytest.raises(ConfigError, match=message):

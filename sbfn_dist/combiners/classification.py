@@ -15,7 +15,8 @@ from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError
 
-ROW_NORMS = ("sum", "layernorm", "none")
+ROW_NORMS = ("layernorm", "sum", "none")
+CENTRE_INITS = ("kmeans++", "random")
 PROB_FLOOR = 1e-12
 
 
@@ -87,19 +88,24 @@ class SBFNClassifierHead(TrainableHead):
     H = exp(-||D_i - C_k||^2 / (2 gamma_k^2)), k = 1..K -> row-normalised H -> logits H alpha / T.
 
     Centres are learned with alpha (Algorithm 2's last line); they start at K structured vectors of
-    the first batch seen. gamma is not learned (the paper only says "update gamma" per epoch): it
+    the first batch seen, picked by k-means++ D^2 sampling (centre_init "kmeans++": with sharp
+    members the structured vectors cluster by class, and D^2 sampling reaches every cluster
+    where K uniform picks leave classes without a unit) or uniformly ("random"). gamma is not learned (the paper only says "update gamma" per epoch): it
     starts at the mean distance from each centre to its nearest other centre (Moody-Darken) and
     at every later epoch start becomes the RMS distance from the previous epoch's structured
-    vectors to their nearest centre, so it follows the members as they sharpen. Row
-    normalisation by the sum is computed as a softmax of the exponents (identical for a shared
-    gamma, and it cannot underflow to an all-zero row). See docs/method.md.
+    vectors to their nearest centre, so it follows the members as they sharpen. Rows are
+    normalised by LayerNorm by default (the paper's example; "sum" gives the K features too
+    little contrast for Algorithm 2's SGD step to move alpha, docs/method.md); "sum" is computed
+    as a softmax of the exponents (identical for a shared gamma, no all-zero rows).
     """
 
     def __init__(self, n_members: int, n_classes: int, n_units: int, temperature: float = 3.0,
-                 lr: float = 0.1, row_norm: str = "sum", seed: int = 0, optimizer: str = "sgd",
-                 reseed: bool = True):
+                 lr: float = 0.1, row_norm: str = "layernorm", seed: int = 0,
+                 optimizer: str = "sgd", reseed: bool = True, centre_init: str = "kmeans++"):
         super().__init__(lr, optimizer)
-        self.reseed = reseed
+        if centre_init not in CENTRE_INITS:
+            raise ConfigError("centre_init", centre_init, f"one of {CENTRE_INITS}")
+        self.reseed, self.centre_init = reseed, centre_init
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         if row_norm not in ROW_NORMS:
@@ -125,7 +131,10 @@ class SBFNClassifierHead(TrainableHead):
     @torch.no_grad()
     def _seed_centres(self, flat: torch.Tensor) -> None:
         gen = torch.Generator().manual_seed(self.seed)
-        pick = torch.randint(len(flat), (self.n_units,), generator=gen).to(flat.device)
+        if self.centre_init == "kmeans++":
+            pick = kmeanspp_rows(flat, self.n_units, gen).to(flat.device)
+        else:
+            pick = torch.randint(len(flat), (self.n_units,), generator=gen).to(flat.device)
         noise = 1e-3 * torch.randn(self.centres.shape, generator=gen).to(flat.device)
         self.centres.copy_(flat[pick] + noise)
 
@@ -167,6 +176,21 @@ class SBFNClassifierHead(TrainableHead):
     def predict_proba(self, P: torch.Tensor) -> torch.Tensor:
         _check_probs(P)
         return torch.softmax(self.features(P) @ self.alpha / self.temperature, dim=1)
+
+
+@torch.no_grad()
+def kmeanspp_rows(x: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+    """k row indices of x by k-means++ seeding (Arthur & Vassilvitskii 2007): the first uniform,
+    each next one drawn with probability proportional to its squared distance to the nearest
+    pick (uniform again once every row coincides with a pick, e.g. k > distinct rows)."""
+    x = x.cpu().double()
+    picks = [int(torch.randint(len(x), (1,), generator=gen))]
+    d2 = (x - x[picks[0]]).pow(2).sum(1)
+    for _ in range(k - 1):
+        weights = d2 if float(d2.sum()) > 0 else torch.ones_like(d2)
+        picks.append(int(torch.multinomial(weights, 1, generator=gen)))
+        d2 = torch.minimum(d2, (x - x[picks[-1]]).pow(2).sum(1))
+    return torch.tensor(picks)
 
 
 class MoEGateHead(TrainableHead):
