@@ -1,0 +1,1 @@
+"""Developer and operator tools that are not part of the installed package."""
