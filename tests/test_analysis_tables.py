@@ -1,0 +1,131 @@
+"""The analysis tables on small hand-made results tables, against hand-computed values."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import image_tables as it, tables
+from analysis.collect import ResultsError, check_columns, normalise
+from analysis.configs import varying_columns
+from analysis.stats import holm, t_interval
+
+
+def reg_rows(model, values_by_config, **fixed):
+    """values_by_config: {lambda2: [rmse of fold 0, fold 1, ...]} -> ok regression rows."""
+    rows = []
+    for lam, values in values_by_config.items():
+        for fold, v in enumerate(values):
+            rows.append(dict(dataset="d", task="regression", model=model, fold=fold, seed=0,
+                             lambda2=lam, model_params=f'{{"lambda2": {lam}}}', rmse=v,
+                             status="ok", error="", n_members=2, epsilon=0.1, **fixed))
+    return rows
+
+
+def test_quartile_table_best_configuration_std_and_quartiles():
+    ok = pd.DataFrame(reg_rows("sbfn_ls", {0.0: [1, 3], 1.0: [2, 4], 2.0: [3, 5], 3.0: [4, 6]}))
+    bad = pd.DataFrame([dict(dataset="d", model="sbfn_ls", status="diverged", rmse=np.nan)])
+    row = tables.quartile_table(ok, bad).iloc[0]
+    # per-configuration means 2, 3, 4, 5; best lambda2 = 0 with fold values (1, 3)
+    assert row["first_model"] == 2.0
+    assert row["std_dev"] == pytest.approx(math.sqrt(2))
+    assert (row["q1"], row["q3"]) == (2.75, 4.25)      # linear interpolation of [2, 3, 4, 5]
+    assert row["n_configurations"] == 4 and row["excluded_rows"] == 1
+    assert row["best_config"] == "λ2=0"                # model_params duplicates lambda2: left out
+
+
+def test_a_fold_is_first_averaged_over_seeds():
+    rows = reg_rows("arithmetic", {0.0: [1, 3]}) + reg_rows("arithmetic", {0.0: [3, 3]})
+    rows[2]["seed"] = rows[3]["seed"] = 1
+    row = tables.quartile_table(pd.DataFrame(rows), pd.DataFrame(columns=["dataset", "model"])).iloc[0]
+    assert row["first_model"] == 2.5                   # folds (1+3)/2 = 2 and (3+3)/2 = 3
+    assert row["std_dev"] == pytest.approx(math.sqrt(0.5))
+
+
+def test_interval_by_m_eps_is_the_t_interval_of_the_best_configuration():
+    rows = reg_rows("sbfn_ls", {0.0: [1, 2, 3], 1.0: [5, 6, 7]})
+    iv = tables.interval_by_m_eps(pd.DataFrame(rows))
+    assert len(iv) == 1
+    half = 2.919985580355516 / math.sqrt(3)            # t_{0.95, 2} * s / sqrt(n), s = 1
+    assert iv.iloc[0]["mean"] == 2.0
+    assert iv.iloc[0]["ci_high"] - 2.0 == pytest.approx(half)
+    assert iv.iloc[0]["config"] == "λ2=0"
+
+
+def test_holm_adjusts_step_down_and_keeps_nan():
+    out = holm([0.01, 0.04, 0.03, np.nan])
+    assert out[:3] == pytest.approx([0.03, 0.06, 0.06]) and np.isnan(out[3])
+
+
+def test_t_interval_with_one_value_has_no_width():
+    mean, half, n = t_interval([4.0, np.nan], 0.95)
+    assert (mean, n) == (4.0, 1) and np.isnan(half)
+
+
+def test_ranking_orders_models_and_tests_pairs_across_folds():
+    a = [1.0, 2.0, 3.0, 4.0]
+    b = [x + d for x, d in zip(a, [1.0, 1.1, 0.9, 1.0])]
+    rows = [dict(dataset="d", model=m, fold=f, seed=0, rmse=v)
+            for m, vals in (("b", b), ("a", a)) for f, v in enumerate(vals)]
+    ranks, pairs = tables.ranking(pd.DataFrame(rows), "rmse")
+    assert list(ranks["model"]) == ["a", "b"] and list(ranks["rank"]) == [1, 2]
+    pair = pairs.iloc[0]
+    sd = math.sqrt(0.02 / 3)                            # differences 1, 1.1, 0.9, 1.0
+    assert pair["statistic"] == pytest.approx(-1 / (sd / 2))
+    assert pair["p_holm"] == pair["p"] and pair["significant"]
+
+
+def test_accuracy_ranking_puts_the_highest_first():
+    rows = [dict(dataset="d", model=m, fold=f, seed=0, accuracy=v)
+            for m, v in (("moe", 0.5), ("sbfn", 0.9)) for f in range(3)]
+    ranks, _ = tables.ranking(pd.DataFrame(rows), "accuracy")
+    assert list(ranks["model"]) == ["sbfn", "moe"]
+
+
+def img_rows():
+    rows = []
+    for fold, (sbfn, base, mean) in enumerate([(0.80, 0.70, 0.75), (0.90, 0.72, 0.77)]):
+        for model, acc in (("sbfn", sbfn), ("base_avg", base), ("logit_mean", mean)):
+            rows.append(dict(dataset="mnist", task="classification", ensemble="mixed",
+                             model=model, fold=fold, seed=0, epsilon=0.5, n_members=3,
+                             accuracy=acc, status="ok", sweep="s", trial_id=f"t{fold}",
+                             train_seconds=2.0, eval_seconds=0.5, gibbs_risk=0.3 + fold / 10))
+    return pd.DataFrame(rows)
+
+
+def test_overall_accuracy_interval_across_splits_and_gains_in_points():
+    acc = it.overall_accuracy(img_rows()).set_index("model")
+    assert acc.loc["sbfn", "mean"] == pytest.approx(85.0)
+    # splits 80 and 90: s = sqrt(50), t_{0.975, 1} = 12.7062
+    assert acc.loc["sbfn", "half_width"] == pytest.approx(12.706204736 * math.sqrt(50) / math.sqrt(2))
+    assert acc.loc["sbfn", "gain_vs_base_avg"] == pytest.approx(85.0 - 71.0)
+    assert acc.loc["sbfn", "gain_vs_mean"] == pytest.approx(85.0 - 76.0)
+
+
+def test_best_configuration_and_diagnostics_once_per_split():
+    df = img_rows()
+    worse = df.assign(epsilon=0.1, accuracy=df["accuracy"] - 0.1, trial_id=df["trial_id"] + "b")
+    best = it.best_configurations(pd.concat([df, worse])).set_index("model")
+    assert best.loc["sbfn", "epsilon"] == 0.5 and best.loc["sbfn", "accuracy_pct"] == pytest.approx(85)
+    diag = it.diagnostics_by_epsilon(df)
+    assert diag.iloc[0]["gibbs_risk"] == pytest.approx(0.35) and diag.iloc[0]["n"] == 2
+
+
+def test_varying_columns_ignore_folds_seeds_and_outputs():
+    df = pd.DataFrame(reg_rows("sbfn_ls", {0.0: [1, 2], 1.0: [3, 4]}, train_seconds=1.0))
+    df["train_seconds"] = [1.0, 2.0, 3.0, 4.0]
+    assert varying_columns(df) == ["lambda2"]
+
+
+def test_missing_columns_name_them_and_their_producer():
+    with pytest.raises(ResultsError, match=r"\['model', 'status'\].*run_trial"):
+        check_columns(pd.DataFrame({"dataset": ["d"], "task": ["regression"], "fold": [0],
+                                    "seed": [0], "rmse": [1.0]}), "x.parquet")
+
+
+def test_failed_rows_keep_a_status_and_unknown_status_is_an_error():
+    df = pd.DataFrame({"model": [None], "status": ["failed"], "trial_id": ["t"], "dataset": ["d"]})
+    assert normalise(df, "s").loc[0, "model"] == "(whole trial)"
+    with pytest.raises(ResultsError, match="unknown status"):
+        normalise(df.assign(status="weird"), "s")
