@@ -14,7 +14,15 @@ DATA ?= $(abspath ../shared/data)
 demo: .venv/.installed
 	$(PY) -m sbfn_dist.demo
 
-test: .venv/.installed
+# The report test opens report.html in headless Chromium (Debian package `chromium`); installed
+# once, only when /usr/bin/chromium is absent (about 1 minute).
+.venv/.chromium: .venv/.installed
+	@test -x /usr/bin/chromium || { SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
+	  { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; }
+	touch $@
+
+test: .venv/.installed .venv/.chromium
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q
 
 bench: .venv/.installed
