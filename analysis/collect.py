@@ -5,7 +5,6 @@ finished trial), and optionally `sweep.json` with the grid and `n_trials_expecte
 `sbfn_dist.experiment.run_trial` records plus the sweep columns `sweep` and `trial_id`.
 """
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,8 +104,8 @@ def _trial_key(table: pd.DataFrame) -> pd.Series:
     """A stable key per run_trial call where the writer left trial_id empty: its config + fold."""
     config = [c for c in table.columns if c in ("dataset", "seed", "fold", "n_members", "epsilon",
                                                 "ensemble", "width", "lr", "lambda1", "sbfn_basis")]
-    text = table[config].astype(str).agg("|".join, axis=1)
-    return text.map(lambda s: hashlib.sha1(s.encode()).hexdigest()[:12])
+    hashed = pd.util.hash_pandas_object(table[config], index=False)   # deterministic, NaN-safe
+    return hashed.map("{:016x}".format)
 
 
 def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:

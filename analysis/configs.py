@@ -46,7 +46,7 @@ def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
 def _one_to_one(df: pd.DataFrame, a: str, b: str, counts: dict) -> bool:
     if counts[a] != counts[b]:
         return False
-    return len(df[[a, b]].astype(str).drop_duplicates()) == counts[a]
+    return df.groupby([a, b], dropna=False, sort=False).ngroups == counts[a]
 
 
 def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataFrame:
@@ -55,16 +55,21 @@ def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataF
     return df.groupby([*keys, "fold"], dropna=False, sort=False)[cols].mean().reset_index()
 
 
+KEEP = ("n_members", "epsilon", "ensemble")
+
+
 def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), extra=()) -> pd.DataFrame:
     """Per configuration within each group: mean over folds, std across folds (ddof 1), n folds.
 
-    Adds `config` (a readable label of the varying columns) and `config_columns`.
+    Adds `config` (a readable label of the varying columns) and `config_columns`. The KEEP
+    columns are carried even where they do not vary, so callers can always group by them.
     """
     parts = []
     for key, sub in df.groupby(list(group), dropna=False, sort=False):
         cols = varying_columns(sub, exclude=group)
-        per_fold = fold_values(sub, [*group, *cols], metric, extra)
-        agg = per_fold.groupby([*group, *cols], dropna=False, sort=False).agg(
+        keys = [*group, *cols, *(k for k in KEEP if k in sub and k not in cols and k not in group)]
+        per_fold = fold_values(sub, keys, metric, extra)
+        agg = per_fold.groupby(keys, dropna=False, sort=False).agg(
             mean=(metric, "mean"), std=(metric, "std"), n_folds=("fold", "nunique"),
             **{e: (e, "mean") for e in extra})
         agg = agg.reset_index()
@@ -77,8 +82,12 @@ def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), ex
 def config_labels(df: pd.DataFrame, cols: list) -> pd.Series:
     if not cols:
         return pd.Series(["(single configuration)"] * len(df), index=df.index)
-    text = [df[c].map(lambda v, c=c: f"{param_label(c)}={_short(v)}") for c in cols]
-    return pd.concat(text, axis=1).agg(", ".join, axis=1)
+    label = None
+    for c in cols:              # format each distinct value once; configurations can be many
+        codes, uniques = pd.factorize(df[c], use_na_sentinel=False)
+        text = np.array([f"{param_label(c)}={_short(u)}" for u in uniques], dtype=object)[codes]
+        label = text if label is None else label + ", " + text
+    return pd.Series(label, index=df.index)
 
 
 def _short(v) -> str:

@@ -11,8 +11,7 @@ import pandas as pd
 
 from analysis.configs import configurations, fold_values
 from analysis.labels import ensemble_label, model_label, model_sort_key
-from analysis.stats import t_half_width, t_interval
-from analysis.tables import best_fold_scores
+from analysis.stats import t_half_width
 
 LEVEL = 0.95
 BASE = "base_avg"
@@ -107,27 +106,14 @@ def overall_view(acc: pd.DataFrame) -> pd.DataFrame:
 def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
     group = ["dataset", "ensemble", "model"]
     extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean") if c in ok]
-    conf = configurations(ok, "accuracy", group, extra)
-    rows = []
-    for _, sub in conf.groupby(group, sort=False):
-        best = sub.loc[sub["mean"].idxmax()]
-        mean, half, n = t_interval(best_fold_scores(ok, best, group, "accuracy"), LEVEL)
-        rows.append({**{g: best[g] for g in group}, "config": best["config"],
-                     "n_members": _value(best, ok, "n_members"), "epsilon": _value(best, ok, "epsilon"),
-                     "accuracy_pct": 100 * mean, "half_width_pct": 100 * half, "n_splits": n,
-                     **{e: best[e] for e in extra}})
-    out = pd.DataFrame(rows)
+    conf = configurations(ok, "accuracy", extra=extra)
+    best = conf.loc[conf.groupby(group, sort=False)["mean"].idxmax()].reset_index(drop=True)
+    out = best[group + ["config", "n_members", "epsilon"]].assign(
+        accuracy_pct=100 * best["mean"], n_splits=best["n_folds"],
+        half_width_pct=100 * t_half_width(best["std"], best["n_folds"], LEVEL), **best[extra])
     if "member_accuracy_mean" in out:
         out["member_accuracy_mean"] *= 100
     return _order(out)
-
-
-def _value(best: pd.Series, ok: pd.DataFrame, col: str):
-    """A hyper-parameter of the best configuration: its own value, or the sweep's single value."""
-    if col in best.index and pd.notna(best[col]):
-        return best[col]
-    values = ok.loc[ok["dataset"] == best["dataset"], col].dropna().unique() if col in ok else []
-    return values[0] if len(values) == 1 else np.nan
 
 
 def efficiency(ok: pd.DataFrame) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import figures, image_tables as it, tables
+from analysis.configs import configurations
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import model_label
 
@@ -47,7 +48,8 @@ def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list
     for dataset, sub in ok.groupby("dataset", sort=True):
         unit = _unit(sub)
         blocks.append(Heading(f"{dataset}", 3))
-        q = tables.quartile_table(sub, not_ok)
+        conf = configurations(sub, "rmse")
+        q = tables.quartile_table(sub, not_ok, conf=conf)
         view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
                   "excluded_rows", "best_config"]].rename(columns={
             "label": "model", "first_model": "1st model", "std_dev": "Std dev.", "q1": "1st Q",
@@ -56,7 +58,7 @@ def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list
         blocks.append(Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
                             f"({unit or 'target units'}) over all hyper-parameter configurations",
                             q, view, tables.NOTES["quartiles"]))
-        iv = tables.interval_by_m_eps(sub)
+        iv = tables.interval_by_m_eps(sub, conf=conf)
         if not iv.empty:
             blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
                                 f"90% interval by (M, ε)", iv, None, tables.NOTES["m_eps"]))

@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.configs import configurations, fold_values
 from analysis.labels import model_label, model_sort_key
-from analysis.stats import holm, paired_test, t_interval
+from analysis.stats import holm, paired_test, t_half_width
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "nll": True, "ece": True, "accuracy": False}
 SBFN_FAMILY = ("sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3", "arithmetic")
@@ -51,9 +51,12 @@ NOTES = {
 }
 
 
-def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, metric: str = "rmse") -> pd.DataFrame:
-    """The paper's per-data-set table: best configuration, its std, quartiles, n configurations."""
-    conf = configurations(ok, metric)
+def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, metric: str = "rmse",
+                   conf: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The paper's per-data-set table: best configuration, its std, quartiles, n configurations.
+
+    `conf`: `configurations(ok, metric)` when the caller already has it (it is the costly part)."""
+    conf = configurations(ok, metric) if conf is None else conf
     rows = []
     for (dataset, model), sub in conf.groupby(["dataset", "model"], sort=False):
         best = sub.loc[sub["mean"].idxmin()]
@@ -74,41 +77,23 @@ def _sorted(df: pd.DataFrame, first=("dataset",)) -> pd.DataFrame:
     return df.assign(_k=key).sort_values([*first, "_k"]).drop(columns="_k").reset_index(drop=True)
 
 
-def interval_by_m_eps(ok: pd.DataFrame, metric: str = "rmse", level: float = 0.90) -> pd.DataFrame:
+def interval_by_m_eps(ok: pd.DataFrame, metric: str = "rmse", level: float = 0.90,
+                      conf: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean and t interval across folds of the best configuration for every (model, M, ε)."""
-    ens = ok[ok["model"].isin(SBFN_FAMILY)]
-    if ens.empty:
+    conf = configurations(ok, metric) if conf is None else conf
+    conf = conf[conf["model"].isin(SBFN_FAMILY)]
+    if conf.empty:
         return pd.DataFrame()
-    group = ["dataset", "model", "n_members", "epsilon"]
-    conf = configurations(ens, metric, group)
-    rows = []
-    for (dataset, model, m, eps), sub in conf.groupby(group, sort=False):
-        best = sub.loc[sub["mean"].idxmin()]
-        folds = best_fold_scores(ens, best, group, metric)
-        mean, half, n = t_interval(folds, level)
-        rows.append({"dataset": dataset, "model": model, "n_members": m, "epsilon": eps,
-                     "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n_folds": n,
-                     "level": level, "config": best["config"]})
-    return _sorted(pd.DataFrame(rows)).sort_values(["dataset", "model", "n_members", "epsilon"],
-                                                  key=_model_key).reset_index(drop=True)
+    cells = ["dataset", "model", "n_members", "epsilon"]
+    best = conf.loc[conf.groupby(cells, dropna=False, sort=False)["mean"].idxmin()]
+    half = t_half_width(best["std"], best["n_folds"], level)
+    out = best[cells].assign(mean=best["mean"], ci_low=best["mean"] - half, ci_high=best["mean"] + half,
+                             n_folds=best["n_folds"], level=level, config=best["config"])
+    return out.sort_values(cells, key=_model_key).reset_index(drop=True)
 
 
 def _model_key(col: pd.Series) -> pd.Series:
     return col.map(lambda m: model_sort_key(m)[0]) if col.name == "model" else col
-
-
-def best_fold_scores(df: pd.DataFrame, config_row: pd.Series, group, metric: str) -> np.ndarray:
-    """Per-fold (seed-averaged) metric of the rows of one configuration (a `configurations` row)."""
-    cols = [*group, *(c for c in config_row["config_columns"].split(", ") if c)]
-    mask = np.ones(len(df), dtype=bool)
-    for c in cols:
-        v = config_row[c]
-        mask &= (df[c].isna() if _isnan(v) else df[c] == v).to_numpy()
-    return fold_values(df[mask], [], metric)[metric].to_numpy()
-
-
-def _isnan(v) -> bool:
-    return isinstance(v, float) and np.isnan(v)
 
 
 def ranking(ok: pd.DataFrame, metric: str, test: str = "t") -> tuple[pd.DataFrame, pd.DataFrame]:
