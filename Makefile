@@ -12,7 +12,7 @@ DATA ?= $(abspath ../shared/data)
 	touch $@
 
 demo: .venv/.installed
-	$(PY) -m sbfn_dist.demo
+	$(PY) -m sweeps.demo
 
 # The report test opens report.html in headless Chromium (Debian package `chromium`); installed
 # once, only when /usr/bin/chromium is absent (about 1 minute).

@@ -17,6 +17,7 @@ LABELS = {
     "moe": "Mixture-of-Experts (on-the-fly)", "moe_stacked": "Mixture-of-Experts (stacked)",
     "logit_mean": "Mean (logit averaging)", "logit_mean_tuned": "Mean, temperature tuned",
     "prob_mean": "probability averaging", "base_avg": "Base Avg. (mean member score)",
+    "single_network_M1": "single network (M = 1 reference)",
     "svm_rbf": "SVM-RBF", "random_forest": "random forest", "gradient_boosting": "gradient boosting",
 }
 
@@ -24,13 +25,22 @@ LABELS = {
 HIGHER_IS_BETTER = ("accuracy", "r2")
 
 
-def comparison_table(records: list[dict], metric: str = "rmse") -> pd.DataFrame:
+def comparison_table(records: list[dict], metric: str = "rmse",
+                     settings: tuple = ("model_params",)) -> pd.DataFrame:
+    """`settings`: the columns that make a configuration (a sweep adds its axes, e.g. M, ε)."""
     df = pd.DataFrame(records)
     if "model_params" not in df:
         df["model_params"] = "{}"
+    settings = list(settings)
     ok = df[df["status"] == "ok"]
-    per_setting = (ok.groupby(["model", "model_params"])[metric]
+    per_setting = (ok.groupby(["model", *settings])[metric]
                    .agg(["mean", "std", "count"]).reset_index())
+    axes = [c for c in settings if c != "model_params"]
+    if axes:  # one label per configuration: "n_members=10 epsilon=0.35 {"lambda2": 3.0}"
+        labels = [per_setting[c].map(lambda v, c=c: f"{c}={v}" if v != "-" else "") for c in axes]
+        per_setting["model_params"] = pd.concat(labels + [per_setting["model_params"]],
+                                                axis=1).agg(lambda r: " ".join(filter(None, r)), axis=1)
+        per_setting = per_setting.drop(columns=axes)
     sign = -1 if metric in HIGHER_IS_BETTER else 1
     per_setting["key"] = sign * per_setting["mean"]
     best = per_setting.loc[per_setting.groupby("model")["key"].idxmin()].drop(columns="key")

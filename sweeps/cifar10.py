@@ -1,0 +1,8 @@
+"""`python -m sweeps.cifar10`: the image sweep on cifar10 (options: --help, sweeps/images.py)."""
+
+import sys
+
+from sweeps.images import main_for
+
+if __name__ == "__main__":
+    sys.exit(main_for("cifar10"))

@@ -1,0 +1,99 @@
+"""Command-line options shared by every sweep command, and the error handling around them.
+
+Bad input ends with one `error: ...` line that names the problem and the fix (exit 2); an
+interrupted sweep tells how to resume it.
+"""
+
+import argparse
+import re
+import shlex
+import sys
+
+from sbfn_dist.cli import parse_assignments
+from sbfn_dist.errors import SbfnError
+from sweeps.runner import SweepOptions, run_sweep
+from sweeps.spaces import smoke
+
+
+def number_list(kind, lo, hi, what):
+    """An argparse type for "0,0.1,0.35" (or space-separated values) within [lo, hi]."""
+    def parse(text: str):
+        try:
+            values = [kind(v) for v in text.replace(",", " ").split()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a list of {what} "
+                                             f"(e.g. {lo},{hi})") from None
+        bad = [v for v in values if not lo <= v <= hi]
+        if bad or not values:
+            raise argparse.ArgumentTypeError(f"{what} must lie in [{lo}, {hi}]; got {text}")
+        return values
+    return parse
+
+
+def flatten(lists):
+    return [v for part in lists for v in part] if lists else None
+
+
+def common_parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("where and how to run")
+    g.add_argument("--address", help="a running Ray cluster (HOST:PORT, ray://..., auto); "
+                   "default: start Ray on this machine, on 127.0.0.1")
+    g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    g.add_argument("--cpus-per-trial", type=float, default=1)
+    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
+    g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
+    g.add_argument("--storage", default="results", help="parent directory or pyarrow URI "
+                   "(s3://bucket/prefix) of the sweep's results directory (default: results)")
+    g.add_argument("--name", help="the sweep's name (default: DATASET-GRID[-smoke])")
+    g.add_argument("--resume", action="store_true", help="continue the sweep of this name")
+    g.add_argument("--mlflow-uri", help="MLflow tracking URI (default: sqlite store inside "
+                   "the results directory)")
+    g.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
+    g.add_argument("--dry-run", action="store_true", help="list the trials and resources; run nothing")
+    g.add_argument("--smoke", action="store_true", help="a tiny version of the same sweep")
+    g.add_argument("--data-dir", help="local data directory (default: SBFN_DATA_DIR, then cache/download)")
+    g.add_argument("--search", choices=("grid", "optuna"), default="grid")
+    g.add_argument("--num-samples", type=int, default=20, help="Optuna trials (--search optuna)")
+    g.add_argument("--search-seed", type=int, default=0)
+    g.add_argument("--objective", default="", help="model that search and 'best so far' use "
+                   "(default: sbfn_ls for regression, sbfn for images)")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any trial config field for every trial (e.g. --set epochs=3)")
+    return p
+
+
+def options(args, default_name: str, default_objective: str) -> SweepOptions:
+    overrides = parse_assignments(args.set)
+    if args.data_dir:
+        overrides["data_dir"] = args.data_dir
+    name = args.name or default_name + ("-smoke" if args.smoke else "")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
+    return SweepOptions(
+        name=name, storage=args.storage, address=args.address, num_cpus=args.num_cpus,
+        num_gpus=getattr(args, "num_gpus", 0), cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=getattr(args, "gpus_per_trial", 0), max_concurrent=args.max_concurrent,
+        mlflow_uri=args.mlflow_uri, mlflow=not args.no_mlflow, resume=args.resume,
+        search=args.search, num_samples=args.num_samples, search_seed=args.search_seed,
+        objective=args.objective or default_objective, max_failures=args.max_failures,
+        dry_run=args.dry_run, overrides=overrides,
+        command=" ".join(shlex.quote(a) for a in sys.argv))
+
+
+def run(build, argv=None) -> int:
+    """`build(argv) -> (spec, args, opts)`; runs it and turns errors into one clear line."""
+    try:
+        spec, args, opts = build(argv)
+        if args.smoke:
+            spec = smoke(spec)
+        run_sweep(spec, opts)
+    except SbfnError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished folds are in results.parquet; continue with the same "
+              "command plus --resume", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,8 @@
+"""`python -m sweeps.fashion_mnist`: the image sweep on fashion_mnist (options: --help, sweeps/images.py)."""
+
+import sys
+
+from sweeps.images import main_for
+
+if __name__ == "__main__":
+    sys.exit(main_for("fashion_mnist"))

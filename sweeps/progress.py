@@ -1,0 +1,121 @@
+"""Driver-side callbacks: keep results.parquet current and print one progress line.
+
+    [air_quality-regression80] trials 5/22 done, 2 running, 15 pending, 0 failed | folds 61/220 |
+    best rmse 0.312 (sbfn_ls, M10_eps0.35_s0) | 3m05s elapsed, ~8m left
+"""
+
+import sys
+import time
+
+from ray.tune import Callback
+
+from sbfn_dist.config import task_of
+from sweeps.store import ResultStore
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+class StoreKeeper(Callback):
+    """Rewrites results.parquet from the parts (at most every `every` s, and at each trial's
+    end); writes a `failed` row for a trial that ran out of retries."""
+
+    def __init__(self, store: ResultStore, resolve, every: float = 10.0):
+        self.store, self.resolve, self.every = store, resolve, every
+        self.last = 0.0
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if time.monotonic() - self.last > self.every:
+            self._consolidate()
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._consolidate()
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        config = self.resolve(trial.config)
+        record = {k: v for k, v in config.items() if k not in ("extra", "combiners", "competitors",
+                                                               "lambda2")}
+        record.update(config["extra"], model="", family="", status="failed",
+                      error=error_text(trial), task=task_of(config["dataset"]))
+        self.store.write_failed(config["trial_id"], record)
+        self._consolidate()
+
+    def on_experiment_end(self, trials, **info):
+        self._consolidate()
+
+    def _consolidate(self):
+        self.store.consolidate()
+        self.last = time.monotonic()
+
+
+def error_text(trial) -> str:
+    try:
+        exc = trial.get_pickled_error()
+    except Exception:  # noqa: BLE001 - the error file may be gone; the text one may remain
+        exc = None
+    if exc is not None:
+        cause = getattr(exc, "cause", None) or exc
+        return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:500]}"
+    return "trial failed (see the Ray Tune trial directory's error.txt)"
+
+
+class ProgressLine(Callback):
+    """One line per finished fold (at most every `every` seconds) and per finished trial."""
+
+    def __init__(self, name: str, total_folds: int, mode: str, every: float = 5.0, stream=None):
+        self.name, self.total_folds, self.mode, self.every = name, total_folds, mode, every
+        self.stream = stream or sys.stdout
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.folds: dict = {}
+        self.best = None
+        self.max_running = 0
+
+    def on_step_end(self, iteration, trials, **info):
+        running = sum(t.status == "RUNNING" for t in trials)
+        self.max_running = max(self.max_running, running)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self.folds[trial.trial_id] = result.get("folds_done", 0)
+        self._track_best(trial, result)
+        if time.monotonic() - self.last > self.every:
+            self.print(trials)
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self.print(trials)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self.print(trials, note=f"trial {trial} failed: {error_text(trial)}")
+
+    def _track_best(self, trial, result):
+        value = result.get("objective")
+        if value is None or value != value:
+            return
+        better = self.best is None or (value < self.best[0] if self.mode == "min" else value > self.best[0])
+        if better:
+            self.best = (value, result.get("objective_model", ""), trial.config)
+
+    def print(self, trials, note: str = "") -> None:
+        self.last = time.monotonic()
+        print(self.line(trials) + (f"\n    {note}" if note else ""), file=self.stream, flush=True)
+
+    def line(self, trials) -> str:
+        count = lambda *s: sum(t.status in s for t in trials)  # noqa: E731
+        done = sum(self.folds.values())
+        elapsed = time.monotonic() - self.start
+        left = elapsed / done * (self.total_folds - done) if done else None
+        best = ""
+        if self.best:
+            label = self.best[2].get("trial", self.best[2])
+            best = f" | best {self.best[0]:.4g} ({self.best[1]}, {_short(label)})"
+        return (f"[{self.name}] trials {count('TERMINATED')}/{len(trials)} done, "
+                f"{count('RUNNING')} running, {count('PENDING')} pending, {count('ERROR')} failed"
+                f" | folds {done}/{self.total_folds}{best} | {_clock(elapsed)} elapsed"
+                + (f", ~{_clock(left)} left" if left is not None else ""))
+
+
+def _short(config: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items() if not isinstance(v, (list, dict)))

@@ -1,0 +1,92 @@
+"""Connecting to Ray and checking, before any trial starts, that the cluster can run them.
+
+A trial asking for a resource no node has stays PENDING forever without an error, so every
+request is checked against what the nodes offer and refused with a clear message.
+"""
+
+import os
+import socket
+import time
+
+from sbfn_dist.errors import SbfnError
+
+
+class ResourceError(SbfnError):
+    pass
+
+
+def connect(address: str | None, num_cpus: int | None, num_gpus: float) -> str:
+    """Use a running Ray (already initialised here, or at --address), else start one on loopback."""
+    import ray
+    if ray.is_initialized():
+        return "the Ray instance already initialised in this process"
+    if address:
+        _check_reachable(address)
+        ray.init(address=address, logging_level="ERROR", log_to_driver=True)
+        return f"the Ray cluster at {address}"
+    _check_local_gpus(num_gpus)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # bind 127.0.0.1
+    ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
+             logging_level="ERROR")
+    return "a local Ray instance on 127.0.0.1"
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """ray.init retries an unreachable address for minutes; test the TCP port first."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ResourceError(f"--address '{address}' is not HOST:PORT (e.g. 10.0.0.5:6379, "
+                            "ray://head:10001, or auto for the cluster on this node)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ResourceError(f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}). "
+                            "Check that `ray start --head` runs there and the port is open, or "
+                            "leave out --address to start Ray on this machine") from None
+
+
+def _check_local_gpus(num_gpus: float) -> None:
+    if not num_gpus:
+        return
+    import torch
+    present = torch.cuda.device_count()
+    if num_gpus > present:
+        raise ResourceError(f"--num-gpus {num_gpus:g} asked, but this machine has {present} "
+                            "CUDA GPU(s). Use --num-gpus 0 to train on the CPU, or run on a GPU "
+                            "machine or cluster (--address)")
+
+
+def node_resources() -> list[dict]:
+    import ray
+    return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+
+
+def check_trial_fits(cpus: float, gpus: float, wait_s: float = 0.0) -> None:
+    """Refuse requests no node can meet. With wait_s > 0 (an autoscaling cluster), ask the
+    autoscaler for one trial's bundle and wait that long for a node to appear."""
+    deadline = time.monotonic() + wait_s
+    requested = False
+    while True:
+        nodes = node_resources()
+        fits = [n for n in nodes if n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus]
+        if fits:
+            return
+        if time.monotonic() >= deadline:
+            raise ResourceError(_explain(nodes, cpus, gpus))
+        if not requested:
+            from ray.autoscaler.sdk import request_resources
+            request_resources(bundles=[{"CPU": cpus, **({"GPU": gpus} if gpus else {})}])
+            requested = True
+        time.sleep(5)
+
+
+def _explain(nodes: list[dict], cpus: float, gpus: float) -> str:
+    have = "; ".join(f"CPU {n.get('CPU', 0):g}, GPU {n.get('GPU', 0):g}" for n in nodes) or "no nodes"
+    if gpus and not any(n.get("GPU", 0) for n in nodes):
+        return (f"the sweep asks {gpus:g} GPU per trial, but the Ray cluster has no GPU (nodes: "
+                f"{have}). Use --num-gpus 0 to run on CPUs, or add GPU nodes")
+    return (f"no node can run a trial needing {cpus:g} CPU and {gpus:g} GPU (nodes: {have}). "
+            "Lower --cpus-per-trial / --gpus-per-trial or add larger nodes")

@@ -1,0 +1,277 @@
+"""The one place that drives Ray Tune: a SweepSpec + options -> trials run -> results.
+
+    results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
+                     mlflow.db + mlartifacts/ (default tracking store)
+"""
+
+import functools
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sbfn_dist.errors import ConfigError, SbfnError
+from sweeps.spaces import SweepSpec
+from sweeps.store import ResultStore
+from sweeps.trainable import folds_of, sweep_trainable, trial_config
+
+
+@dataclass
+class SweepOptions:
+    name: str
+    storage: str = "results"            # parent directory or URI; results go to <storage>/<name>
+    address: str | None = None
+    num_cpus: int | None = None         # local Ray only (None: all cores)
+    num_gpus: float = 0
+    cpus_per_trial: float = 1
+    gpus_per_trial: float = 0
+    max_concurrent: int | None = None
+    mlflow_uri: str | None = None
+    mlflow: bool = True
+    resume: bool = False
+    search: str = "grid"
+    num_samples: int = 20
+    search_seed: int = 0
+    objective: str = ""                 # model whose score search and "best" use
+    max_failures: int = 2
+    gpu_wait_s: float | None = None     # None: 0 locally, 600 s on a cluster (autoscaling)
+    dry_run: bool = False
+    command: str = ""
+    overrides: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
+            raise ConfigError("--gpus-per-trial", self.gpus_per_trial,
+                              "a fraction in (0, 1] when --num-gpus > 0 (0.25 packs 4 trials "
+                              "on a GPU), or 0 for CPU-only sweeps")
+        if self.gpus_per_trial and not (self.num_gpus or self.address):
+            raise ConfigError("--num-gpus", self.num_gpus, "> 0 when --gpus-per-trial is set")
+        if self.cpus_per_trial <= 0:
+            raise ConfigError("--cpus-per-trial", self.cpus_per_trial, "a positive number")
+        if self.search not in ("grid", "optuna"):
+            raise ConfigError("--search", self.search, "grid or optuna")
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
+        if "://" in self.storage and self.mlflow and not self.mlflow_uri:
+            raise ConfigError("--mlflow-uri", None, "a tracking server URI when --storage is "
+                              "remote (e.g. http://127.0.0.1:5000 on the head node), or --no-mlflow")
+
+
+@dataclass
+class SweepOutcome:
+    root: str
+    table: pd.DataFrame
+    tracking_uri: str | None
+    trials: list
+    seconds: float
+    max_running: int = 0
+
+
+def resolve_trial(params: dict, *, base: dict, sweep: str) -> dict:
+    """A Tune trial's params -> its full config (grid: under "trial"; Optuna: top level)."""
+    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
+    return trial_config(override, base, sweep)
+
+
+def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
+    """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
+    base = {**spec.base, **opts.overrides}
+    configs = [trial_config(t, base, opts.name) for t in spec.trials()]
+    keys = [c["trial_id"] for c in configs]
+    if len(set(keys)) != len(keys):
+        raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
+    return configs
+
+
+def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
+    out = out or sys.stdout
+    opts.validate()
+    configs = plan(spec, opts)
+    if opts.dry_run:
+        print_plan(spec, opts, configs, out)
+        return None
+    store = ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
+    spec_record = _check_store(store, spec, opts, configs)
+    _preflight_data(configs[0], opts)
+    where = _connect(opts)
+    store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
+    print(f"[{opts.name}] {len(configs)} trials on {where}; results -> {store.root}", file=out)
+    start = time.monotonic()
+    tracking_uri, trials, progress = _fit(spec, opts, store, configs)
+    table = store.consolidate()
+    outcome = SweepOutcome(store.root, table, tracking_uri, trials, time.monotonic() - start,
+                           progress.max_running)
+    print_summary(outcome, spec, opts, out)
+    return outcome
+
+
+def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
+    """Refuse to overwrite another sweep or resume a different one; prove it is writable."""
+    record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
+              "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
+              else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
+              "n_folds_expected": sum(len(folds_of(c)) for c in configs),
+              "base": {**spec.base, **opts.overrides}, "command": opts.command}
+    old = store.read_spec()
+    if old and not opts.resume:
+        raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
+                        "continue it, or --name to start a new one")
+    if opts.resume and old is None:
+        raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and --storage)")
+    if old and old["trial_ids"] != record["trial_ids"]:
+        raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
+                        f"(its command: {old.get('command') or '?'}). Resume with the same "
+                        "arguments, or pass --name for a new sweep")
+    store.create()
+    return record
+
+
+def _preflight_data(config: dict, opts: SweepOptions) -> None:
+    """Load the data once here (local runs) so a missing file stops the sweep, not every trial."""
+    if opts.address:
+        return  # the workers, not this machine, hold the data on a cluster
+    from sbfn_dist.data import images, tabular
+    if config["dataset"] in images.IMAGE_DATASETS:
+        images.load_images(config["dataset"], data_dir=config["data_dir"])
+    else:
+        tabular.load_tabular(config["dataset"], data_dir=config["data_dir"], target=config["target"])
+
+
+def _connect(opts: SweepOptions) -> str:
+    from sweeps.resources import check_trial_fits, connect
+    where = connect(opts.address, opts.num_cpus, opts.num_gpus)
+    wait = opts.gpu_wait_s if opts.gpu_wait_s is not None else (600 if opts.address else 0)
+    check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait if opts.gpus_per_trial else 0)
+    return where
+
+
+def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict]):
+    from ray import tune
+    base = {**spec.base, **opts.overrides}
+    resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
+    trainable = tune.with_resources(
+        tune.with_parameters(sweep_trainable, base=base, sweep=opts.name, results_uri=store.uri
+                             if "://" in store.uri else store.root,
+                             objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
+                             threads=max(1, int(opts.cpus_per_trial))),
+        {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
+    callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
+    tuner = _tuner(spec, opts, store, configs, trainable, callbacks)
+    results = tuner.fit()
+    return tracking_uri, [r.metrics for r in results], progress
+
+
+def _callbacks(spec, opts, store, configs, resolve):
+    from sweeps.progress import ProgressLine, StoreKeeper
+    from sweeps.tracking import MLflowSweepLogger
+    total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
+        opts.num_samples * len(folds_of(configs[0]))
+    progress = ProgressLine(opts.name, total, spec.mode)
+    callbacks = [StoreKeeper(store, resolve), progress]
+    tracking_uri = None
+    if opts.mlflow:
+        tracking_uri = opts.mlflow_uri or f"sqlite:///{store.root}/mlflow.db"
+        artifacts = None if opts.mlflow_uri else Path(store.root, "mlartifacts").as_uri()
+        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
+                 "metric_prefix": "rmse/" if spec.task == "regression" else "accuracy/"}
+        callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts))
+    return callbacks, progress, tracking_uri
+
+
+def _tuner(spec, opts, store, configs, trainable, callbacks):
+    from ray import tune
+    tune_dir = f"{store.uri.rstrip('/') if '://' in store.uri else store.root}/tune"
+    if opts.resume and tune.Tuner.can_restore(tune_dir):
+        # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
+        return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True)
+    run_config = tune.RunConfig(
+        name="tune", storage_path=store.uri if "://" in store.uri else store.root,
+        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+        callbacks=callbacks, verbose=0)
+    tune_config, space = _search(spec, opts, configs)
+    return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
+
+
+def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict]):
+    from ray import tune
+    common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
+                  max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
+                  trial_dirname_creator=_trial_name)
+    if opts.search == "grid":
+        overrides = spec.trials()
+        return tune.TuneConfig(**common), {"trial": tune.grid_search(overrides)}
+    import optuna
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+    space = {name: tune.choice(list(values)) for name, values in spec.axes.items()}
+    space.update({k: v[0] for k, v in spec.repeat_axis.items()})
+    folds = len(folds_of(configs[0]))
+    # ASHA's rungs are folds here: a configuration whose running CV mean is in the bottom
+    # part after `grace_period` folds stops early (docs/sweeps.md).
+    scheduler = ASHAScheduler(time_attr="training_iteration", max_t=folds,
+                              grace_period=min(2, folds), reduction_factor=3) if folds > 2 else None
+    sampler = optuna.samplers.TPESampler(seed=opts.search_seed)
+    return tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=sampler),
+                           scheduler=scheduler, num_samples=opts.num_samples), space
+
+
+def _trial_name(trial) -> str:
+    params = trial.config.get("trial", trial.config)
+    label = "_".join(f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict)))
+    return f"{trial.trial_id}_{label}"[:100]
+
+
+def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
+    folds = sum(len(folds_of(c)) for c in configs)
+    per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
+                                                  if opts.gpus_per_trial else "")
+    print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}", file=out)
+    if opts.search == "optuna":
+        print(f"  Optuna (TPE, seed {opts.search_seed}) samples {opts.num_samples} trials from "
+              + ", ".join(f"{k} in {list(v)}" for k, v in spec.axes.items()), file=out)
+    else:
+        print(f"  {len(configs)} trials, {folds} folds/splits in all", file=out)
+        for c in configs:
+            print(f"    {c['trial_id']:<40} folds {len(folds_of(c)):>2}  "
+                  f"M={c['n_members']} eps={c['epsilon']} role={c['extra'].get('role')}", file=out)
+    concurrent = opts.max_concurrent or "as many as fit"
+    print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
+    print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)
+
+
+def _labelled(ok: pd.DataFrame, axes: list) -> pd.DataFrame:
+    """Competitors have no M or ε, and the M = 1 reference is its own model in the summary."""
+    ok = ok.astype({a: object for a in axes})
+    role = ok["role"] if "role" in ok else pd.Series("ensemble", index=ok.index)
+    ok.loc[role != "ensemble", axes] = "-"
+    ok.loc[role == "reference", "model"] = "single_network_M1"
+    return ok
+
+
+def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
+    from sbfn_dist.summary import comparison_table
+    table = outcome.table
+    metric = "rmse" if spec.task == "regression" else "accuracy"
+    ok = table[table["status"] == "ok"] if len(table) else table
+    failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0
+    print(f"\n[{opts.name}] finished in {outcome.seconds / 60:.1f} min: "
+          f"{table['trial_id'].nunique() if len(table) else 0} trials with results, "
+          f"{failed} failed", file=out)
+    if len(ok):
+        axes = [a for a in spec.axes if a in ok]
+        view = comparison_table(_labelled(ok, axes).to_dict("records"), metric,
+                                ["model_params", *axes])
+        with pd.option_context("display.width", 200, "display.max_colwidth", 70):
+            print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"), file=out)
+    print(f"\nresults:  {outcome.root}/results.parquet", file=out)
+    if outcome.tracking_uri:
+        print(f"MLflow:   {outcome.tracking_uri} (experiment '{opts.name}')", file=out)
+        if outcome.tracking_uri.startswith("sqlite"):
+            print(f"  open the UI: mlflow ui --backend-store-uri {outcome.tracking_uri} "
+                  "--host 127.0.0.1 --port 5000   then http://127.0.0.1:5000", file=out)
+    print(f"report:   python -m analysis.report {outcome.root}", file=out)
+

@@ -1,0 +1,124 @@
+"""A sweep's results directory on any pyarrow filesystem (local path, NFS, s3://...).
+
+    <root>/sweep.json            what the sweep is (grid, trials, command) - checked on --resume
+    <root>/parts/<key>-f<k>.parquet   one fold/split of one trial, written by the trial itself
+    <root>/parts/<key>-failed.parquet a trial that failed after its retries (status "failed")
+    <root>/results.parquet       every part in one table, rewritten by the driver as parts land
+
+Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites
+instead of duplicating, and a trial that finds its fold's part already there skips the work.
+Each file is written under a temporary name and renamed, so a crash never leaves half a file.
+"""
+
+import io
+import json
+import uuid
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from sbfn_dist.errors import SbfnError
+
+RESULTS_FILE = "results.parquet"
+SPEC_FILE = "sweep.json"
+
+
+class StorageError(SbfnError):
+    pass
+
+
+def open_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """A local path (made absolute) or any URI pyarrow understands (s3://, gs://, hdfs://)."""
+    if "://" not in uri:
+        import os
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise StorageError(f"cannot open storage '{uri}': {exc}. Use a local directory or a "
+                           "pyarrow URI such as s3://bucket/prefix") from None
+
+
+class ResultStore:
+    def __init__(self, uri: str):
+        self.uri = uri
+        self.fs, self.root = open_filesystem(uri)
+
+    # --- writing -----------------------------------------------------------------------
+    def create(self) -> None:
+        """Make the directory and prove it is writable before any trial starts."""
+        try:
+            self.fs.create_dir(f"{self.root}/parts", recursive=True)
+            self._write_bytes(f"{self.root}/.write-test", b"ok")
+            self.fs.delete_file(f"{self.root}/.write-test")
+        except OSError as exc:
+            raise StorageError(f"cannot write to the results storage '{self.uri}': {exc}. "
+                               "Pass --storage a writable directory or URI") from None
+
+    def write_part(self, key: str, fold, records: list[dict]) -> None:
+        self._write_table(self.part_path(key, fold), pd.DataFrame(records))
+
+    def write_failed(self, key: str, record: dict) -> None:
+        self._write_table(self.part_path(key, "failed"), pd.DataFrame([record]))
+
+    def clear_failed(self, key: str) -> None:
+        path = self.part_path(key, "failed")
+        if self._exists(path):
+            self.fs.delete_file(path)
+
+    def write_spec(self, spec: dict) -> None:
+        self._write_bytes(f"{self.root}/{SPEC_FILE}", json.dumps(spec, indent=1).encode())
+
+    def consolidate(self) -> pd.DataFrame:
+        """Rewrite results.parquet from every part; returns the table."""
+        table = self.read_parts()
+        if len(table):
+            self._write_table(f"{self.root}/{RESULTS_FILE}", table)
+        return table
+
+    # --- reading -----------------------------------------------------------------------
+    def part_path(self, key: str, fold) -> str:
+        suffix = "failed" if fold == "failed" else f"f{fold}"
+        return f"{self.root}/parts/{key}-{suffix}.parquet"
+
+    def read_part(self, key: str, fold) -> list[dict] | None:
+        path = self.part_path(key, fold)
+        if not self._exists(path):
+            return None
+        return pq.read_table(path, filesystem=self.fs).to_pandas().to_dict("records")
+
+    def read_parts(self, key: str = "") -> pd.DataFrame:
+        """Every part, or only those of one trial."""
+        selector = pafs.FileSelector(f"{self.root}/parts", allow_not_found=True)
+        prefix = f"{self.root}/parts/{key}-" if key else ""
+        paths = sorted(i.path for i in self.fs.get_file_info(selector)
+                       if i.path.endswith(".parquet") and i.path.startswith(prefix))
+        frames = [pq.read_table(p, filesystem=self.fs).to_pandas() for p in paths]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def read_spec(self) -> dict | None:
+        path = f"{self.root}/{SPEC_FILE}"
+        if not self._exists(path):
+            return None
+        with self.fs.open_input_stream(path) as f:
+            return json.loads(f.read().decode())
+
+    def exists(self) -> bool:
+        return self._exists(f"{self.root}/{SPEC_FILE}")
+
+    # --- plumbing ----------------------------------------------------------------------
+    def _exists(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def _write_table(self, path: str, df: pd.DataFrame) -> None:
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        self._write_bytes(path, buf.getvalue())
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
+        tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, path)

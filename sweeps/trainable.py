@@ -1,0 +1,136 @@
+"""The Ray Tune function trainable: one trial = one hypothesis set, all its folds or one split.
+
+For each fold the trial calls `sbfn_dist.experiment.run_trial`, writes the fold's records to
+the results store at once (nothing finished is lost if the driver dies), then reports running
+means per combiner and checkpoints which folds are done. A fold whose part is already in the
+store (an earlier attempt, a resumed sweep) is read back, not recomputed.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+
+from ray import tune
+
+from sbfn_dist.config import TrialConfig
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.summary import HIGHER_IS_BETTER
+from sweeps.store import ResultStore
+
+# Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
+LABELS = ("role",)
+SHORT = {"n_members": "M", "epsilon": "eps", "seed": "s", "fold": "split", "ensemble": "",
+         "width": "k", "lr": "lr", "init_scale": "chi", "lambda1": "l1", "role": ""}
+
+
+def trial_config(override: dict, base: dict, sweep: str) -> dict:
+    """The full TrialConfig dict of one trial (validated), with its stable key as trial_id."""
+    fields = {k: v for k, v in override.items() if k not in LABELS}
+    extra = {"role": "ensemble", **{k: override[k] for k in LABELS if k in override}}
+    config = {**base, **fields, "sweep": sweep, "extra": {**base.get("extra", {}), **extra}}
+    resolved = TrialConfig.from_dict(config).to_dict()
+    resolved["trial_id"] = trial_key(resolved, override)
+    return resolved
+
+
+def trial_key(config: dict, override: dict) -> str:
+    """Readable from the trial's own axes, unique by a hash of the whole config."""
+    stable = {k: v for k, v in config.items() if k not in ("trial_id", "data_dir", "device")}
+    digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" for k, v in override.items()
+                     if not isinstance(v, (list, tuple, dict)))
+    return f"{label}_{digest}" if label else digest
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def folds_of(config: dict) -> list:
+    """The folds this trial runs: the one it names, or all of them."""
+    if config["fold"] is not None:
+        return [config["fold"]]
+    return [0] if config["split"] == "fixed" else list(range(config["folds"]))
+
+
+def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
+                    objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
+    """Tune function trainable. `params` holds the trial override (grid: under "trial";
+    Optuna: the sampled fields at top level). Never returns a value (Tune's metric lookup)."""
+    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
+    config = trial_config(override, base, sweep)
+    logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
+    _limit_device(gpu_fraction, threads)
+    store = ResultStore(results_uri)
+    store.clear_failed(config["trial_id"])
+    done = _restored_folds()
+    records = []
+    for fold in folds_of(config):
+        part = store.read_part(config["trial_id"], fold)
+        if part is None:
+            part = run_trial({**config, "fold": fold})
+            store.write_part(config["trial_id"], fold, part)
+        records += part
+        done.add(fold)
+        _report(summarise(records, objective), done)
+
+
+def _limit_device(gpu_fraction: float, threads: int) -> None:
+    import torch
+    torch.set_num_threads(max(1, threads))
+    if 0 < gpu_fraction < 1 and torch.cuda.is_available():
+        # Fractional GPUs share memory with no isolation: cap each trial at its share.
+        torch.cuda.set_per_process_memory_fraction(gpu_fraction)
+
+
+def _restored_folds() -> set:
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return set()
+    with checkpoint.as_directory() as d:
+        with open(os.path.join(d, "progress.json")) as f:
+            return set(json.load(f)["done"])
+
+
+def _report(metrics: dict, done: set) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "progress.json"), "w") as f:
+            json.dump({"done": sorted(done)}, f)
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
+
+
+def summarise(records: list[dict], objective: str) -> dict:
+    """Running means over the folds done: metric/model (best setting) and metric/model/setting.
+
+    `objective` is the model whose best mean drives search and "best so far" (falls back to
+    the best model present, e.g. in the competitors trial)."""
+    metric = "rmse" if records[0]["task"] == "regression" else "accuracy"
+    sign = -1 if metric in HIGHER_IS_BETTER else 1
+    means: dict = {}
+    for r in records:
+        if r["status"] == "ok":
+            means.setdefault((r["model"], r.get("model_params", "{}")), []).append(r[metric])
+    out = {"folds_done": len({r["fold"] for r in records}),
+           "not_ok": sum(r["status"] != "ok" for r in records)}
+    best: dict = {}
+    for (model, params), values in means.items():
+        mean = sum(values) / len(values)
+        out[f"{metric}/{model}/{_setting_label(params)}"] = mean
+        if model not in best or sign * mean < sign * best[model]:
+            best[model] = mean
+    out.update({f"{metric}/{model}": v for model, v in best.items()})
+    pick = objective if objective in best else min(best, key=lambda m: sign * best[m], default=None)
+    out["objective"] = best[pick] if pick else float("nan")
+    out["objective_model"] = pick or ""
+    return out
+
+
+def _setting_label(params: str) -> str:
+    values = json.loads(params) if params else {}
+    if not values:
+        return "default"
+    label = "_".join(f"{k}-{_fmt(v)}" for k, v in sorted(values.items()))
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:120]  # MLflow's metric-name characters

@@ -1,0 +1,95 @@
+"""Sweep commands refuse bad input with one clear line (exit 2), before any trial runs."""
+
+import os
+import socket
+
+import pytest
+
+from sweeps.images import main_for
+from sweeps.regression import main as regression
+
+SMOKE = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow"]
+
+
+def error_of(capsys, code):
+    out = capsys.readouterr()
+    assert code == 2, out
+    assert "Traceback" not in out.err
+    return out.err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unknown_grid_names_the_known_ones(capsys):
+    err = error_of(capsys, regression(["--dataset", "diabetes", "--grid", "regression81"]))
+    assert "regression81" in err and "regression80" in err
+
+
+def test_a_bad_epsilon_list_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        regression(SMOKE + ["--epsilons", "0,abc"])
+    assert exit_.value.code == 2
+    assert "not a list of ε values" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        regression(SMOKE + ["--epsilons", "0.2", "1.5"])
+    assert "must lie in [0.0, 1.0]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fraction", ["1.5", "0"])
+def test_gpus_per_trial_must_be_a_fraction_in_0_1(capsys, fraction, tmp_path):
+    code = main_for("digits", ["--num-gpus", "1", "--gpus-per-trial", fraction, "--no-mlflow",
+                               "--storage", str(tmp_path)])
+    err = error_of(capsys, code)
+    assert "--gpus-per-trial" in err and "(0, 1]" in err
+
+
+def test_gpus_that_this_machine_lacks_fail_fast(capsys, tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code = main_for("digits", ["--smoke", "--num-gpus", "1", "--no-mlflow", "--storage", str(tmp_path)])
+    assert "this machine has 0 CUDA GPU" in error_of(capsys, code)
+
+
+def test_an_unreachable_address_fails_in_seconds(capsys, tmp_path):
+    code = regression(SMOKE + ["--address", f"127.0.0.1:{free_port()}", "--storage", str(tmp_path)])
+    err = error_of(capsys, code)
+    assert "cannot reach a Ray cluster" in err and "--address" in err
+    assert not (tmp_path / "diabetes-demo-smoke" / "sweep.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_an_unwritable_storage_path_is_refused_as_non_root(capsys, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    err = error_of(capsys, regression(SMOKE + ["--storage", str(locked)]))
+    assert "cannot write to the results storage" in err
+
+
+def test_an_unwritable_storage_path_is_refused(capsys):
+    err = error_of(capsys, regression(SMOKE + ["--storage", "/proc/sbfn-results"]))
+    assert "cannot write to the results storage" in err and "--storage" in err
+
+
+def test_a_remote_storage_needs_a_tracking_server(capsys):
+    err = error_of(capsys, regression(SMOKE[:-1] + ["--storage", "s3://bucket/prefix"]))
+    assert "--mlflow-uri" in err
+
+
+def test_dry_run_lists_trials_and_resources_and_runs_nothing(capsys, tmp_path):
+    assert regression(SMOKE + ["--dry-run", "--storage", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "6 trials, 18 folds/splits" in out and "1 CPU" in out
+    assert "competitors_s0_" in out
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_missing_data_directory_stops_the_sweep_before_ray(capsys, tmp_path):
+    code = regression(["--dataset", "air_quality", "--smoke", "--no-mlflow", "--storage",
+                       str(tmp_path), "--data-dir", str(tmp_path / "nowhere")])
+    err = error_of(capsys, code)
+    assert "air" in err.lower()
