@@ -42,6 +42,9 @@ def common_parser(description: str) -> argparse.ArgumentParser:
                    "default: start Ray on this machine, on 127.0.0.1")
     g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
     g.add_argument("--cpus-per-trial", type=float, default=1)
+    g.add_argument("--num-gpus", type=float, default=0, help="GPUs to use (0: CPU only)")
+    g.add_argument("--gpus-per-trial", type=float, default=None,
+                   help="fraction of a GPU per trial (default 0.25 with GPUs: 4 trials share one)")
     g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
     g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
     g.add_argument("--storage", default="results", help="parent directory or pyarrow URI "
@@ -73,8 +76,9 @@ def options(args, default_name: str, default_objective: str) -> SweepOptions:
         raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
     return SweepOptions(
         name=name, storage=args.storage, address=args.address, num_cpus=args.num_cpus,
-        num_gpus=getattr(args, "num_gpus", 0), cpus_per_trial=args.cpus_per_trial,
-        gpus_per_trial=getattr(args, "gpus_per_trial", 0), max_concurrent=args.max_concurrent,
+        num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=(0.25 if args.num_gpus else 0.0) if args.gpus_per_trial is None
+        else args.gpus_per_trial, max_concurrent=args.max_concurrent,
         mlflow_uri=args.mlflow_uri, mlflow=not args.no_mlflow, resume=args.resume,
         search=args.search, num_samples=args.num_samples, search_seed=args.search_seed,
         objective=args.objective or default_objective, max_failures=args.max_failures,

@@ -15,10 +15,7 @@ from sweeps.spaces import IMAGE_ENSEMBLES, image_sweep
 
 def parser_for(dataset: str):
     p = common_parser(__doc__.replace("sweeps.cifar10", f"sweeps.{dataset}", 1))
-    g = p.add_argument_group("GPUs and the grid")
-    g.add_argument("--num-gpus", type=float, default=0, help="GPUs to use (0: CPU only)")
-    g.add_argument("--gpus-per-trial", type=float, default=None,
-                   help="fraction of a GPU per trial (default 0.25 with GPUs; 1/F trials share one)")
+    g = p.add_argument_group("the grid")
     g.add_argument("--epsilons", nargs="+", type=number_list(float, 0.0, 1.0, "ε values"))
     g.add_argument("--members", nargs="+", type=number_list(int, 1, 100, "M values"))
     g.add_argument("--ensembles", nargs="+", help=f"from {', '.join(IMAGE_ENSEMBLES)} "
@@ -30,8 +27,6 @@ def parser_for(dataset: str):
 def build_for(dataset: str):
     def build(argv):
         args = parser_for(dataset).parse_args(argv)
-        if args.gpus_per_trial is None:
-            args.gpus_per_trial = 0.25 if args.num_gpus else 0.0
         ensembles = [e for part in args.ensembles or [] for e in part.split(",") if e] or None
         spec = image_sweep(dataset, splits=args.splits, members=flatten(args.members),
                            epsilons=flatten(args.epsilons), ensembles=ensembles)

@@ -65,14 +65,16 @@ def error_text(trial) -> str:
 class ProgressLine(Callback):
     """One line per finished fold (at most every `every` seconds) and per finished trial."""
 
-    def __init__(self, name: str, total_folds: int, mode: str, every: float = 5.0, stream=None):
+    def __init__(self, name: str, total_folds: int, mode: str, every: float = 5.0):
         self.name, self.total_folds, self.mode, self.every = name, total_folds, mode, every
-        self.stream = stream or sys.stdout
         self.start = time.monotonic()
         self.last = 0.0
         self.folds: dict = {}
         self.best = None
         self.max_running = 0
+
+    def setup(self, **info):
+        self.start = time.monotonic()   # also after a resume (this object is unpickled then)
 
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
@@ -85,6 +87,9 @@ class ProgressLine(Callback):
             self.print(trials)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
+        self.print(trials)
+
+    def on_experiment_end(self, trials, **info):
         self.print(trials)
 
     def on_trial_error(self, iteration, trials, trial, **info):
@@ -100,7 +105,7 @@ class ProgressLine(Callback):
 
     def print(self, trials, note: str = "") -> None:
         self.last = time.monotonic()
-        print(self.line(trials) + (f"\n    {note}" if note else ""), file=self.stream, flush=True)
+        print(self.line(trials) + (f"\n    {note}" if note else ""), file=sys.stdout, flush=True)
 
     def line(self, trials) -> str:
         count = lambda *s: sum(t.status in s for t in trials)  # noqa: E731

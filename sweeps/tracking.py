@@ -67,12 +67,24 @@ class MLflowSweepLogger(Callback):
     def __init__(self, tracking_uri: str, sweep: dict, resolve, store: ResultStore,
                  artifact_location: str | None = None):
         self.tracking_uri, self.sweep, self.resolve, self.store = tracking_uri, sweep, resolve, store
-        self.client, self.experiment_id = open_experiment(tracking_uri, sweep["name"],
-                                                          artifact_location)
+        self.artifact_location = artifact_location
+        self._client, self.experiment_id = open_experiment(tracking_uri, sweep["name"],
+                                                           artifact_location)
         self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
                      "code_version": code_version()}
         self.runs: dict = {}
         self.warned = False
+
+    def __getstate__(self):
+        # Tune pickles its callbacks with the experiment (for resume); clients reconnect.
+        return {**self.__dict__, "_client": None, "runs": {}}
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client, self.experiment_id = open_experiment(
+                self.tracking_uri, self.sweep["name"], self.artifact_location)
+        return self._client
 
     def run_id(self, trial) -> str:
         if trial.trial_id not in self.runs:

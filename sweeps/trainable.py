@@ -75,7 +75,7 @@ def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
             store.write_part(config["trial_id"], fold, part)
         records += part
         done.add(fold)
-        _report(summarise(records, objective), done)
+        _report({**summarise(records, objective), "trial_key": config["trial_id"]}, done)
 
 
 def _limit_device(gpu_fraction: float, threads: int) -> None:

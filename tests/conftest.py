@@ -20,3 +20,18 @@ def data_dir():
     if not (d / "uci_air_quality" / "AirQualityUCI.csv").exists():
         pytest.skip(f"real UCI data not found under {d}; set SBFN_DATA_DIR to ../shared/data")
     return str(d)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real `mlflow server` on 127.0.0.1 (sqlite store, local artifacts), for the session."""
+    import socket
+
+    from tools import mlflow_server as server
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = tmp_path_factory.mktemp("mlflow-server")
+    server.start(store, str(store / "artifacts"), port=port, workers=1)
+    yield f"http://127.0.0.1:{port}"
+    server.stop(store)

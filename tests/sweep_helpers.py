@@ -1,0 +1,35 @@
+"""Shared pieces of the sweep tests: tiny real sweeps and checks on what they leave behind."""
+
+import pandas as pd
+
+from sweeps.regression import build
+from sweeps.runner import run_sweep
+from sweeps.spaces import smoke
+
+# diabetes (bundled), 3 folds, 300 rows, 2 epochs: a real sweep in well under a minute.
+TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]
+
+
+def run_tiny(tmp_path, *extra, name="tiny"):
+    spec, args, opts = build(TINY + ["--storage", str(tmp_path), "--name", name, *extra])
+    return run_sweep(smoke(spec), opts)
+
+
+def results(root) -> pd.DataFrame:
+    return pd.read_parquet(f"{root}/results.parquet")
+
+
+def assert_each_fold_once(table: pd.DataFrame, trial_ids, folds) -> None:
+    """Every trial has every fold, and no record appears twice."""
+    ok = table[table["status"] != "failed"]
+    assert set(ok["trial_id"]) == set(trial_ids)
+    assert not ok.duplicated(["trial_id", "fold", "model", "model_params"]).any()
+    per_trial = ok.groupby("trial_id")["fold"].apply(lambda f: sorted(set(f)))
+    assert all(f == list(folds) for f in per_trial)
+
+
+def mlflow_runs(tracking_uri: str, experiment: str):
+    from mlflow import MlflowClient
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    return client, client.search_runs([exp.experiment_id], max_results=1000)

@@ -1,0 +1,23 @@
+"""Fractional GPUs: trials at 0.25 GPU share one (logical) GPU four at a time."""
+
+import pytest
+
+from tests.sweep_helpers import results, run_tiny
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_with_a_logical_gpu():
+    import ray
+    ray.init(num_cpus=4, num_gpus=1, include_dashboard=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def test_four_quarter_gpu_trials_run_at_the_same_time(tmp_path):
+    outcome = run_tiny(tmp_path, "--members", "2", "3", "--no-mlflow", "--competitors", "none",
+                       "--num-gpus", "1", "--gpus-per-trial", "0.25",
+                       "--set", "epochs=40", name="gpu")   # trials outlast worker start-up
+    assert outcome.max_running == 4            # 5 trials, 1 GPU / 0.25 = 4 at once
+    assert results(outcome.root)["trial_id"].nunique() == 5

@@ -1,0 +1,79 @@
+"""Real sweeps through Ray Tune on a local Ray (127.0.0.1), logged to real MLflow stores."""
+
+import pytest
+
+from sbfn_dist.config import TrialConfig
+from sweeps.resources import ResourceError
+from tests.sweep_helpers import assert_each_fold_once, mlflow_runs, results, run_tiny
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, capsys):
+    outcome = run_tiny(tmp_path, "--members", "2")
+    table = results(outcome.root)
+    ids = {t["trial_key"] for t in outcome.trials}
+    assert len(ids) == 4       # M=2 × ε∈{0, 0.35}, the M = 1 reference, the competitors
+    assert_each_fold_once(table, ids, range(3))
+    assert set(table["model"]) >= {"sbfn_ls", "g1", "arithmetic", "svm_rbf"}
+    assert (table["sweep"] == "tiny").all()
+
+    client, runs = mlflow_runs(outcome.tracking_uri, "tiny")
+    assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(ids)
+    for run in runs:
+        assert run.info.status == "FINISHED"
+        assert {f.name for f in TrialConfig.__dataclass_fields__.values()} - {"extra"} <= set(run.data.params)
+        assert run.data.tags["dataset"] == "diabetes" and run.data.tags["code_version"]
+        assert "objective" in run.data.metrics and run.data.metrics["folds_done"] == 3
+        assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"records.csv", "records.parquet"}
+    ensemble = next(r for r in runs if r.data.tags["role"] == "ensemble")
+    assert any(k.startswith("rmse/sbfn_ls/lambda2-") for k in ensemble.data.metrics)
+
+    out = capsys.readouterr().out
+    assert "results.parquet" in out and "mlflow ui --backend-store-uri" in out
+    assert "python -m analysis.report" in out and "trials 4/4 done" in out
+
+
+def test_the_same_sweep_logs_to_a_real_mlflow_server(tmp_path, mlflow_server):
+    outcome = run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none",
+                       "--mlflow-uri", mlflow_server)
+    _, runs = mlflow_runs(mlflow_server, "tiny")
+    assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    assert {r.data.tags["role"] for r in runs} == {"ensemble", "reference"}
+    assert len(results(outcome.root)) > 0
+
+
+def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(tmp_path):
+    outcome = run_tiny(tmp_path, "--search", "optuna", "--num-samples", "3", "--no-mlflow",
+                       "--competitors", "none")
+    table = results(outcome.root)
+    assert len(outcome.trials) == 3
+    assert set(table["n_members"]) <= {2, 5} and set(table["epsilon"]) <= {0.0, 0.35}
+    assert table["trial_id"].nunique() <= 3     # a configuration sampled twice is computed once
+
+
+def test_asking_for_gpus_the_cluster_lacks_fails_at_once(tmp_path):
+    from sweeps.regression import build
+    from sweeps.runner import run_sweep
+    spec, args, opts = build(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
+                              "--storage", str(tmp_path)])
+    opts.num_gpus, opts.gpus_per_trial = 1, 0.25
+    with pytest.raises(ResourceError, match="no GPU"):
+        run_sweep(spec, opts)
+
+
+def test_a_second_sweep_of_the_same_name_needs_resume(tmp_path):
+    from sbfn_dist.errors import SbfnError
+    run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
+    with pytest.raises(SbfnError, match="--resume"):
+        run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
+    with pytest.raises(SbfnError, match="other settings"):
+        run_tiny(tmp_path, "--members", "5", "--competitors", "none", "--no-mlflow", "--resume")
