@@ -87,7 +87,7 @@ class TrialConfig:
     row_norm: str = "layernorm"      # paper: "e.g., LayerNorm"; sum | none (docs/method.md)
     centre_init: str = "kmeans++"    # s-BFN centre seeding: kmeans++ | random (docs/method.md)
     head_optimizer: str = "sgd"      # sgd: Algorithm 2's update; adam: see docs/method.md
-    head_epochs: int | None = None   # stacking epochs (None: same as epochs)
+    head_epochs: int | None = None   # stacking epochs (None: >= 10 and >= 1000 steps)
     # competitors (paper: SVM-RBF, random forest, gradient boosting)
     competitors: tuple = ()
     competitor_grid: str = "small"

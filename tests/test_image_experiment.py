@@ -3,11 +3,13 @@
 import math
 
 import pytest
+import torch
 
 from sbfn_dist.combiners import CLASSIFICATION_COMBINERS
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
+from sbfn_dist.image_experiment import stacking_epochs
 
 SMALL = {"folds": 2, "fold": 0, "n_members": 3, "ensemble": "cnn", "batch_size": 64,
          "n_val": 300, "n_test": 500, "head_epochs": 30}
@@ -55,3 +57,15 @@ def test_task_defaults_follow_the_data_set():
     cfg = TrialConfig.from_dict({"dataset": "digits"})
     assert (cfg.split, cfg.folds, cfg.lr_alpha, cfg.temperature) == ("holdout", 5, 0.1, 3.0)
     assert TrialConfig.from_dict({"dataset": "diabetes"}).batch_size == 1
+
+
+def test_stacked_heads_get_at_least_a_thousand_steps_by_default():
+    assert stacking_epochs(n_val=300, batch_size=64) == 200        # 5 batches an epoch
+    assert stacking_epochs(n_val=100_000, batch_size=64) == 10     # never under 10 epochs
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_digits_trial_runs_on_cuda_with_every_combiner():
+    records = run_trial(dict(SMALL, dataset="digits", n_test=300, epochs=2, device="cuda"))
+    assert {r["model"] for r in records} == set(CLASSIFICATION_COMBINERS)
+    assert all(r["status"] == "ok" and r["accuracy"] > 0.5 for r in records)
