@@ -11,6 +11,7 @@ from ray.tune import Callback
 
 from sbfn_dist.config import task_of
 from sweeps.store import ResultStore
+from sweeps.trainable import folds_of
 
 
 def _clock(seconds: float) -> str:
@@ -36,6 +37,8 @@ class StoreKeeper(Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info):
         config = self.resolve(trial.config)
+        if all(self.store.read_part(config["trial_id"], f) is not None for f in folds_of(config)):
+            return  # every fold is in the store: the work is done, whatever Tune's state says
         record = {k: v for k, v in config.items() if k not in ("extra", "combiners", "competitors",
                                                                "lambda2")}
         record.update(config["extra"], model="", family="", status="failed",

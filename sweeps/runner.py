@@ -190,7 +190,9 @@ def _tuner(spec, opts, store, configs, trainable, callbacks):
     run_config = tune.RunConfig(
         name="tune", storage_path=store.uri if "://" in store.uri else store.root,
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+        # Keep every (tiny) checkpoint: after a killed driver, Tune's last saved experiment
+        # state may point at a checkpoint that num_to_keep would already have deleted.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
         callbacks=callbacks, verbose=0)
     tune_config, space = _search(spec, opts, configs)
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
@@ -236,8 +238,9 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     else:
         print(f"  {len(configs)} trials, {folds} folds/splits in all", file=out)
         for c in configs:
-            print(f"    {c['trial_id']:<40} folds {len(folds_of(c)):>2}  "
-                  f"M={c['n_members']} eps={c['epsilon']} role={c['extra'].get('role')}", file=out)
+            role = c["extra"].get("role")
+            what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} "
+            print(f"    {c['trial_id']:<42} folds {len(folds_of(c)):>2}  {what}role={role}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
     print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)

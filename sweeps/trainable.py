@@ -40,8 +40,9 @@ def trial_key(config: dict, override: dict) -> str:
     """Readable from the trial's own axes, unique by a hash of the whole config."""
     stable = {k: v for k, v in config.items() if k not in ("trial_id", "data_dir", "device")}
     digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" for k, v in override.items()
-                     if not isinstance(v, (list, tuple, dict)))
+    label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" if not isinstance(v, (list, tuple))
+                     else "+".join(v) for k, v in override.items()
+                     if k == "competitors" or not isinstance(v, (list, tuple, dict)))
     return f"{label}_{digest}" if label else digest
 
 

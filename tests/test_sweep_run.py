@@ -2,6 +2,7 @@
 
 import pytest
 
+from analysis.report import write_report
 from sbfn_dist.config import TrialConfig
 from sweeps.resources import ResourceError
 from tests.sweep_helpers import assert_each_fold_once, mlflow_runs, results, run_tiny
@@ -37,6 +38,10 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, cap
     ensemble = next(r for r in runs if r.data.tags["role"] == "ensemble")
     assert any(k.startswith("rmse/sbfn_ls/lambda2-") for k in ensemble.data.metrics)
 
+    report = write_report([outcome.root], tmp_path / "report")     # the analysis layer reads it
+    text = (report / "report.md").read_text()
+    assert "| tiny |" in text and "quartiles_diabetes.csv" in text
+
     out = capsys.readouterr().out
     assert "results.parquet" in out and "mlflow ui --backend-store-uri" in out
     assert "python -m analysis.report" in out and "trials 4/4 done" in out
@@ -56,7 +61,7 @@ def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(tmp_path):
                        "--competitors", "none")
     table = results(outcome.root)
     assert len(outcome.trials) == 3
-    assert set(table["n_members"]) <= {2, 5} and set(table["epsilon"]) <= {0.0, 0.35}
+    assert set(table["n_members"]) <= {5, 10} and set(table["epsilon"]) <= {0.0, 0.35}
     assert table["trial_id"].nunique() <= 3     # a configuration sampled twice is computed once
 
 
@@ -77,3 +82,12 @@ def test_a_second_sweep_of_the_same_name_needs_resume(tmp_path):
         run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
     with pytest.raises(SbfnError, match="other settings"):
         run_tiny(tmp_path, "--members", "5", "--competitors", "none", "--no-mlflow", "--resume")
+
+
+def test_storage_may_be_a_pyarrow_uri(tmp_path):
+    db = tmp_path / "tracking.db"
+    outcome = run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none",
+                       "--storage", f"file://{tmp_path}/shared", "--mlflow-uri", f"sqlite:///{db}")
+    assert outcome.root == f"{tmp_path}/shared/tiny"
+    assert results(outcome.root)["trial_id"].nunique() == 2
+    assert (tmp_path / "shared" / "tiny" / "tune").is_dir() and db.exists()

@@ -16,14 +16,16 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
     assert len(ensembles) == len(PAPER_MEMBERS) * len(PAPER_EPSILONS) == 20
     assert len(ensembles) * len(spec.base["lambda2"]) == 80       # λ2 rides along in each trial
     assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
-    assert [t["role"] for t in trials if "role" in t] == ["reference", "competitors"]
+    assert [t["role"] for t in trials if "role" in t] == ["reference"] + ["competitors"] * 3
+    assert [t["competitors"] for t in trials if t.get("role") == "competitors"] == [
+        ["svm_rbf"], ["random_forest"], ["gradient_boosting"]]   # one trial each: they run in parallel
     assert spec.base["folds"] == 10
 
 
 def test_seeds_repeat_the_whole_grid_and_lambda2_is_never_a_trial_axis():
     spec = regression_sweep("air_quality", "regression80", seeds=3)
     trials = spec.trials()
-    assert len(trials) == 3 * 22
+    assert len(trials) == 3 * 24
     assert sorted({t["seed"] for t in trials}) == [0, 1, 2]
     assert all("lambda2" not in t for t in trials)
 
@@ -57,8 +59,9 @@ def test_every_trial_gets_a_stable_readable_unique_key():
     keys = [c["trial_id"] for c in first]
     assert keys == [c["trial_id"] for c in again]
     assert len(set(keys)) == len(keys)
-    assert keys[0].startswith("M2_eps0_s0_")
-    assert any(k.startswith("competitors_") for k in keys)
+    assert keys[0].startswith("M1_eps0_reference_s0_")    # extras first, then the largest M
+    assert any(k.startswith("M10_eps0.35_s0_") for k in keys)
+    assert any(k.startswith("svm_rbf_competitors_s0_") for k in keys)
 
 
 def test_a_regression_trial_runs_all_its_folds_an_image_trial_one_split():
