@@ -16,11 +16,11 @@ from sbfn_dist.combiners.basis import BASES
 from sbfn_dist.combiners.classification import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS
 from sbfn_dist.combiners.online import G3_BASES
 from sbfn_dist.data.images import IMAGE_DATASETS
+from sbfn_dist.data.splits import SCHEMES as SPLITS
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.image_ensemble import OPTIMIZERS
 from sbfn_dist.learners.mlp import ACTIVATIONS, INIT_SCHEMES
-
-SPLITS = ("kfold", "holdout", "fixed")
+from sbfn_dist.plugins import PLUGINS
 
 TASK_DEFAULTS = {
     "regression": {"split": "kfold", "folds": 10, "epsilon": 0.1, "lr": 0.03, "epochs": 10,
@@ -48,7 +48,7 @@ class TrialConfig:
     data_dir: str | None = None
     include_random_vars: bool = False
     n_samples: int | None = None     # a seeded random subset of rows (quick runs); None = all
-    split: str | None = None         # kfold | holdout | fixed (task default)
+    split: str | None = None         # kfold | holdout | fixed | fixed_train_kfold (task default)
     folds: int | None = None         # folds, or holdout splits for images (task default)
     fold: int | None = None          # run one fold only (a sweep's unit of work); None = all
     test_fraction: float = 0.2
@@ -73,6 +73,10 @@ class TrialConfig:
     sbfn_basis: str = "member"
     sbfn_intercept: bool = False
     g3_basis: str = "exp"
+    # plug-in hypotheses: fitted predictors that join the M members as extra columns of D
+    # (paper, "Structured Dataset Formation"; docs/method.md "Heterogeneous plug-in hypotheses")
+    plugin_members: tuple = ()       # names from sbfn_dist.plugins.PLUGINS
+    plugin_folds: int = 5            # inner folds of the out-of-fold training columns
     # image ensembles (paper, "Multiple Hypothesis Deep Ensembles"); ignored for tables
     ensemble: str = "mixed"          # mixed (heterogeneous) | cnn | resnet | an architecture
     optimizer: str | None = None
@@ -137,6 +141,7 @@ class TrialConfig:
         bad = [c for c in self.competitors if c not in COMPETITORS]
         if bad:
             raise ConfigError("competitors", bad[0], f"names from {tuple(COMPETITORS)}")
+        self._validate_plugins()
         if self.competitor_grid not in COMPETITOR_GRIDS:
             raise ConfigError("competitor_grid", self.competitor_grid, f"one of {COMPETITOR_GRIDS}")
         if not (self.combiners or self.competitors):
@@ -144,10 +149,23 @@ class TrialConfig:
         if self.fold is not None and not (0 <= self.fold < self.folds or self.split == "fixed"):
             raise ConfigError("fold", self.fold, f"an index in [0, {self.folds}) or None for all folds")
 
+    def _validate_plugins(self) -> None:
+        if self.plugin_members and self.task == "classification":
+            raise ConfigError("plugin_members", self.plugin_members, "() for image data sets")
+        bad = [p for p in self.plugin_members if p not in PLUGINS]
+        if bad:
+            raise ConfigError("plugin_members", bad[0], f"names from {tuple(PLUGINS)}")
+        if len(set(self.plugin_members)) < len(self.plugin_members):
+            raise ConfigError("plugin_members", self.plugin_members,
+                              "each name at most once (a repeat would be an identical column)")
+        if self.plugin_members and not self.combiners:
+            raise ConfigError("combiners", self.combiners,
+                              "at least one combiner when plugin_members are set")
+
 
 def _normalise(name: str, value):
     """Lists become tuples; a single lambda2 becomes a one-element path."""
-    if name in ("combiners", "competitors", "lambda2"):
+    if name in ("combiners", "competitors", "lambda2", "plugin_members"):
         if isinstance(value, (int, float, str)):
             value = (value,)
         return tuple(value)
@@ -176,6 +194,7 @@ _RULES = [
     ("folds", lambda v: _is_int(v, 2), "an integer >= 2"),
     ("seed", lambda v: _is_int(v, 0), "an integer >= 0"),
     ("window", lambda v: _is_int(v, 2), "an integer >= 2"),
+    ("plugin_folds", lambda v: _is_int(v, 2), "an integer >= 2 (inner folds of the plug-ins)"),
     ("test_fraction", lambda v: _is_num(v, 0.0, 1.0, lo_open=True) and v < 1, "a number in (0, 1)"),
     ("temperature", lambda v: _is_num(v, 0.0, lo_open=True), "a temperature T > 0"),
     ("sbfn_units_per_member", lambda v: _is_int(v, 1), "an integer k >= 1 (K = k * M)"),

@@ -19,6 +19,7 @@ from sbfn_dist.config import TrialConfig
 from sbfn_dist.data import FoldScaler, load_tabular, make_splits
 from sbfn_dist.ensemble import MemberConfig, TrainingDiverged, train_members
 from sbfn_dist.metrics import regression_metrics
+from sbfn_dist.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device
 
 ONLINE = ONLINE_VARIANTS
@@ -70,6 +71,8 @@ def base_record(cfg: TrialConfig, fold: int, n_train: int, n_test: int) -> dict:
     """The fields every record of a fold shares: the whole config, the fold, sizes, version."""
     rec = {k: v for k, v in cfg.to_dict().items() if k not in ("extra", "combiners", "competitors")}
     rec["lambda2_grid"] = json.dumps(list(cfg.lambda2))
+    # The hypotheses beside the M members (competitor rows override it with []).
+    rec["plugin_members"] = json.dumps(list(cfg.plugin_members))
     del rec["lambda2"]
     rec.update(cfg.extra)
     rec.update(task=cfg.task, fold=fold, n_train=n_train, n_test=n_test,
@@ -102,30 +105,45 @@ def ensemble_records(cfg: TrialConfig, fold: int, fd: dict, base: dict) -> list[
         return [dict(base, model=n, family="sbfn", lambda2=float(lam), model_params=_params(lam),
                      status="diverged", error=str(exc), **regression_metrics(None, None))
                 for n, lam in settings]
-    start = time.perf_counter()
-    d_train, d_test = members.predict(fd["X_train"]), members.predict(fd["X_test"])
-    member_eval = time.perf_counter() - start
+    d_train, d_test, stream_z, plug, d_eval_seconds = _structured_dataset(cfg, fold, members, fd)
     shared = dict(base, family="sbfn", members_train_seconds=members.seconds,
-                  member_rmse_mean=_member_rmse(d_test, fd), n_params_members=members.n_parameters)
-    fitted = _fit_all(cfg, fold, specs, members, d_train, fd["y_train"], on_the_fly)
+                  member_rmse_mean=_member_rmse(d_test[:, :cfg.n_members], fd),
+                  n_params_members=members.n_parameters, plugin_seconds=plug.fit_seconds)
+    fitted = _fit_all(cfg, fold, specs, members, stream_z, d_train, fd["y_train"], on_the_fly)
     out = []
     for name, lam, model, fit_seconds in fitted:
         start = time.perf_counter()
         pred = model.predict(d_test)
-        eval_seconds = member_eval + time.perf_counter() - start
-        out.append(_scored(shared, name, lam, pred, fd, members.seconds + fit_seconds,
+        eval_seconds = d_eval_seconds + time.perf_counter() - start
+        out.append(_scored(shared, name, lam, pred, fd,
+                           members.seconds + plug.fit_seconds + fit_seconds,
                            eval_seconds, members.n_parameters + _n_coef(model)))
     return out
 
 
-def _fit_all(cfg, fold, specs, members, d_train, y_train, on_the_fly) -> list:
+def _structured_dataset(cfg: TrialConfig, fold: int, members, fd: dict):
+    """D on the training and test parts: the M members' columns, then the plug-ins' (out-of-fold
+    on the training part), and the on-the-fly stream with the plug-ins' rows beside it."""
+    start = time.perf_counter()
+    d_train, d_test = members.predict(fd["X_train"]), members.predict(fd["X_test"])
+    member_eval = time.perf_counter() - start
+    plug = fit_plugins(cfg.plugin_members, fd["X_train"], fd["y_train"], fd["X_test"],
+                       cfg.plugin_folds, fold_seed(cfg.seed, fold))
+    stream_z = members.stream_z
+    if stream_z is not None and plug.names:
+        stream_z = np.hstack([stream_z, plug.stream(member_config(cfg, fold))])
+    return (np.hstack([d_train, plug.train]), np.hstack([d_test, plug.test]), stream_z, plug,
+            member_eval + plug.eval_seconds)
+
+
+def _fit_all(cfg, fold, specs, members, stream_z, d_train, y_train, on_the_fly) -> list:
     """Fit every combiner setting; a shared fit's time is split evenly among its settings."""
     fitted = []
     online = [s for s in specs if s[0] in ONLINE]
     if online:
         start = time.perf_counter()
         if on_the_fly:
-            fit_online_grid(members.stream_z, members.stream_y, members.batch_size,
+            fit_online_grid(stream_z, members.stream_y, members.batch_size,
                             [m for _, _, m in online])
         else:
             for _, _, m in online:
@@ -180,7 +198,8 @@ def competitor_records(cfg: TrialConfig, name: str, fold: int, fd: dict, base: d
         start = time.perf_counter()
         pred_std = model.predict(fd["X_test"])
         eval_seconds = time.perf_counter() - start
-        rec = _scored(dict(base, family="competitor", model_params=json.dumps(params)), name,
+        rec = _scored(dict(base, family="competitor", model_params=json.dumps(params),
+                           plugin_members="[]"), name,
                       np.nan, pred_std, fd, train_seconds, eval_seconds, None)
         out.append(rec)
     return out

@@ -9,7 +9,7 @@ from sbfn_dist.data.tabular import KNOWN_TABULAR, TabularData
 from sbfn_dist.errors import ConfigError, DataError
 
 Split = tuple[np.ndarray, np.ndarray]
-SCHEMES = ("kfold", "holdout", "fixed")
+SCHEMES = ("kfold", "holdout", "fixed", "fixed_train_kfold")
 
 
 def kfold_splits(n: int, folds: int, seed: int) -> list[Split]:
@@ -35,6 +35,15 @@ def fixed_split(mask: np.ndarray) -> list[Split]:
     return [(np.flatnonzero(~mask), np.flatnonzero(mask))]
 
 
+def fixed_train_kfold_splits(mask: np.ndarray, folds: int, seed: int) -> list[Split]:
+    """Seeded k-fold inside the training rows of a published split, for tuning: the published
+    test rows appear in no part of any fold, so a configuration chosen on these folds can be
+    scored once on the fixed split without having seen its test rows."""
+    [(train, _)] = fixed_split(mask)
+    return [(train[inner_train], train[inner_val])
+            for inner_train, inner_val in kfold_splits(len(train), folds, seed)]
+
+
 def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int) -> list[Split]:
     """``n_splits`` independent seeded random holdouts of ``test_fraction`` of the rows."""
     if not 0.0 < test_fraction < 1.0:
@@ -53,15 +62,19 @@ def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int) -> li
 def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
                 test_fraction: float = 0.2) -> list[Split]:
     """Splits of ``data`` by ``scheme``: "kfold" (``folds`` folds), "holdout" (``folds`` repeats of
-    ``test_fraction``), or "fixed" (the data set's published test rows)."""
+    ``test_fraction``), "fixed" (the data set's published test rows), or "fixed_train_kfold"
+    (``folds``-fold CV inside the published training rows only, for tuning)."""
     if scheme == "kfold":
         return kfold_splits(data.n_rows, folds, seed)
     if scheme == "holdout":
         return holdout_splits(data.n_rows, folds, test_fraction, seed)
-    if scheme == "fixed":
+    if scheme in ("fixed", "fixed_train_kfold"):
         if data.fixed_test_mask is None:
-            raise DataError(f"data set '{data.name}' has no published test split: use scheme='kfold' or "
-                            f"'holdout', or a data set that has one ({_with_fixed_split()})")
+            raise DataError(f"data set '{data.name}' has no published test split for scheme='{scheme}': "
+                            f"use scheme='kfold' or 'holdout', or a data set that has one "
+                            f"({_with_fixed_split()})")
+        if scheme == "fixed_train_kfold":
+            return fixed_train_kfold_splits(data.fixed_test_mask, folds, seed)
         return fixed_split(data.fixed_test_mask)
     raise ConfigError("split scheme", scheme, f"use one of {', '.join(SCHEMES)}")
 

@@ -1,0 +1,140 @@
+"""Heterogeneous plug-in hypotheses: fitted predictors join the M members as columns of D."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+from sbfn_dist.config import TrialConfig
+from sbfn_dist.data import load_tabular
+from sbfn_dist.ensemble import MemberConfig, train_members
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.plugins import PLUGINS, PluginColumns, fit_plugins
+
+QUICK = {"dataset": "diabetes", "folds": 3, "fold": 0, "n_members": 3, "epsilon": 0.35,
+         "width": 16, "epochs": 2, "batch_size": 8, "lambda2": [0.0, 3.0]}
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    data = load_tabular("diabetes")
+    X = (data.X - data.X.mean(0)) / data.X.std(0)
+    y = (data.y - data.y.mean()) / data.y.std()
+    return X[:300], y[:300], X[300:]
+
+
+def _rmse(a, b):
+    return float(np.sqrt(np.mean((a - b) ** 2)))
+
+
+def test_one_training_and_one_test_column_per_plugin(diabetes):
+    X, y, X_test = diabetes
+    cols = fit_plugins(("gradient_boosting", "random_forest"), X, y, X_test, folds=4, seed=0)
+    assert cols.train.shape == (300, 2) and cols.test.shape == (len(X_test), 2)
+    assert cols.names == ("gradient_boosting", "random_forest")
+    assert cols.fit_seconds > 0 and cols.eval_seconds > 0
+    empty = fit_plugins((), X, y, X_test, folds=4, seed=0)
+    assert empty.train.shape == (300, 0) and empty.test.shape == (len(X_test), 0)
+
+
+def test_training_columns_are_out_of_fold_not_in_sample(diabetes):
+    X, y, X_test = diabetes
+    oof = fit_plugins(("random_forest",), X, y, X_test, folds=5, seed=0).train[:, 0]
+    in_sample = RandomForestRegressor(random_state=0, **PLUGINS["random_forest"]).fit(X, y).predict(X)
+    # A forest nearly memorises its training rows; its out-of-fold error is that of unseen rows.
+    assert _rmse(in_sample, y) < 0.5 * _rmse(oof, y)
+    assert not np.allclose(oof, in_sample)
+
+
+def test_test_rows_are_never_used_by_a_plugin_fit(diabetes):
+    X, y, X_test = diabetes
+    cols = fit_plugins(("gradient_boosting",), X, y, X_test, folds=4, seed=1)
+    noise = np.random.default_rng(0).normal(size=X_test.shape) * 100
+    other = fit_plugins(("gradient_boosting",), X, y, noise, folds=4, seed=1)
+    assert np.array_equal(cols.train, other.train)
+    alone = GradientBoostingRegressor(random_state=1, **PLUGINS["gradient_boosting"]).fit(X, y)
+    assert np.allclose(cols.test[:, 0], alone.predict(X_test))
+
+
+def test_inner_folds_are_a_config_option_and_seeded(diabetes):
+    X, y, X_test = diabetes
+    a = fit_plugins(("random_forest",), X, y, X_test, folds=3, seed=0).train
+    assert np.array_equal(a, fit_plugins(("random_forest",), X, y, X_test, folds=3, seed=0).train)
+    assert not np.allclose(a, fit_plugins(("random_forest",), X, y, X_test, folds=6, seed=0).train)
+    assert TrialConfig.from_dict({"plugin_folds": 7}).plugin_folds == 7
+
+
+def test_the_stream_rows_follow_the_members_visit_order(diabetes):
+    X, y, _ = diabetes
+    cfg = MemberConfig(n_members=2, epochs=3, batch_size=4, seed=5, dtype="float64")
+    members = train_members(X, y, cfg, record_stream=True)
+    # y as a "plug-in" column: in visit order it must be exactly the recorded stream's targets.
+    as_column = PluginColumns(("y",), y[:, None], np.empty((0, 1)), 0.0, 0.0)
+    assert np.array_equal(as_column.stream(cfg)[:, 0], members.stream_y)
+
+
+def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
+    records = run_trial(dict(QUICK, plugin_members=["gradient_boosting", "random_forest"],
+                             competitors=["random_forest"], competitor_grid="default"))
+    sbfn = [r for r in records if r["family"] == "sbfn"]
+    assert {r["model"] for r in sbfn} == {"sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3",
+                                          "arithmetic"}
+    assert all(r["status"] == "ok" for r in records)
+    assert all(json.loads(r["plugin_members"]) == ["gradient_boosting", "random_forest"]
+               for r in sbfn)
+    assert all(r["plugin_seconds"] > 0 and r["plugin_folds"] == 5 for r in sbfn)
+    [competitor] = [r for r in records if r["family"] == "competitor"]
+    assert json.loads(competitor["plugin_members"]) == []
+    coef = {r["model"]: r["n_params"] - r["n_params_members"] for r in sbfn}
+    assert coef["sbfn_ls"] == 3 + 2                 # one unit per hypothesis, M + P
+    assert coef["sbfn_ls_linear"] == 2 * (3 + 2) + 1  # units + raw outputs + intercept
+    assert coef["g1"] == 3 + 2
+
+
+def test_without_plugins_the_records_say_so_and_nothing_changes():
+    plain = run_trial(dict(QUICK, combiners=["sbfn_ls_linear"]))
+    assert all(r["plugin_members"] == "[]" and r["plugin_seconds"] == 0 for r in plain)
+    assert all(r["n_params"] - r["n_params_members"] == 2 * 3 + 1 for r in plain)
+
+
+def test_online_variants_also_run_in_the_plug_in_regime():
+    records = run_trial(dict(QUICK, plugin_members=["gradient_boosting"],
+                             combiners=["g1", "g2", "g3"], online_regime="plug_in"))
+    assert len(records) == 3 * 2 and all(r["status"] == "ok" for r in records)
+
+
+@pytest.mark.parametrize("value,message", [
+    (["xgboost"], "names from \\('svm_rbf', 'random_forest', 'gradient_boosting'\\)"),
+    (["random_forest", "random_forest"], "each name at most once"),
+])
+def test_bad_plugin_names_list_the_known_ones(value, message):
+    with pytest.raises(ConfigError, match=message):
+        TrialConfig.from_dict({"plugin_members": value})
+
+
+def test_plugin_options_are_validated():
+    with pytest.raises(ConfigError, match="plugin_folds"):
+        TrialConfig.from_dict({"plugin_members": ["random_forest"], "plugin_folds": 1})
+    with pytest.raises(ConfigError, match="image data sets"):
+        TrialConfig.from_dict({"dataset": "digits", "plugin_members": ["random_forest"]})
+    with pytest.raises(ConfigError, match="at least one combiner"):
+        TrialConfig.from_dict({"plugin_members": ["random_forest"], "combiners": [],
+                               "competitors": ["random_forest"]})
+    assert TrialConfig.from_dict({"plugin_members": "random_forest"}).plugin_members == (
+        "random_forest",)
+
+
+def test_mlp_members_plus_boosting_are_not_worse_than_the_worse_part():
+    """Real check, diabetes, 5 folds: s-BFN (+linear) over M MLPs + GB vs each part alone."""
+    cfg = dict(QUICK, fold=None, folds=5, n_members=5, epochs=10, combiners=["sbfn_ls_linear"],
+               lambda2=[0.0], competitors=["gradient_boosting"], competitor_grid="default")
+    mixed = run_trial(dict(cfg, plugin_members=["gradient_boosting"]))
+    mlp_only = run_trial(dict(cfg, competitors=[]))
+
+    def mean_rmse(records, model):
+        return np.mean([r["rmse"] for r in records if r["model"] == model])
+    combined = mean_rmse(mixed, "sbfn_ls_linear")
+    worse = max(mean_rmse(mlp_only, "sbfn_ls_linear"), mean_rmse(mixed, "gradient_boosting"))
+    assert combined <= 1.05 * worse
