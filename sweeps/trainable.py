@@ -38,7 +38,11 @@ def trial_config(override: dict, base: dict, sweep: str) -> dict:
 
 def trial_key(config: dict, override: dict) -> str:
     """Readable from the trial's own axes, unique by a hash of the whole config."""
-    stable = {k: v for k, v in config.items() if k not in ("trial_id", "data_dir", "device")}
+    # Only fields that differ from their defaults: a new config field (with its default) added
+    # to the library later leaves every existing key, and so --resume, intact.
+    defaults = TrialConfig().to_dict()
+    stable = {k: v for k, v in config.items()
+              if k not in ("trial_id", "data_dir", "device") and v != defaults.get(k, object())}
     digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
     label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" if not isinstance(v, (list, tuple))
                      else "+".join(v) for k, v in override.items()

@@ -92,3 +92,14 @@ def test_reported_metrics_are_running_means_per_model_and_setting():
     assert out["rmse/sbfn_ls/lambda2-0"] == 3.0 and out["rmse/sbfn_ls/lambda2-3"] == 1.5
     assert out["rmse/sbfn_ls"] == 1.5 and out["objective"] == 1.5
     assert out["folds_done"] == 2 and out["not_ok"] == 1
+
+
+def test_trial_keys_ignore_fields_left_at_their_defaults():
+    from sbfn_dist.config import TrialConfig
+    from sweeps.trainable import trial_key
+    config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
+    defaults = TrialConfig().to_dict()
+    trimmed = {k: v for k, v in config.items() if v != defaults[k]}
+    # so a field added to the library later (at its default) keeps old sweeps resumable
+    assert trial_key(trimmed, {"n_members": 2}) == trial_key(config, {"n_members": 2})
+    assert trial_key({**config, "epochs": 99}, {"n_members": 2}) != trial_key(config, {"n_members": 2})
