@@ -158,9 +158,6 @@ class TrialConfig:
         if len(set(self.plugin_members)) < len(self.plugin_members):
             raise ConfigError("plugin_members", self.plugin_members,
                               "each name at most once (a repeat would be an identical column)")
-        if self.plugin_members and not self.combiners:
-            raise ConfigError("combiners", self.combiners,
-                              "at least one combiner when plugin_members are set")
 
 
 def _normalise(name: str, value):

@@ -93,6 +93,13 @@ def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
     assert coef["g1"] == 3 + 2
 
 
+def test_a_competitors_only_trial_ignores_plugins():
+    # A sweep's --set reaches its competitor trials too; they have no D to extend.
+    records = run_trial(dict(QUICK, plugin_members=["random_forest"], combiners=[],
+                             competitors=["gradient_boosting"], competitor_grid="default"))
+    assert [(r["model"], r["plugin_members"]) for r in records] == [("gradient_boosting", "[]")]
+
+
 def test_without_plugins_the_records_say_so_and_nothing_changes():
     plain = run_trial(dict(QUICK, combiners=["sbfn_ls_linear"]))
     assert all(r["plugin_members"] == "[]" and r["plugin_seconds"] == 0 for r in plain)
@@ -119,9 +126,6 @@ def test_plugin_options_are_validated():
         TrialConfig.from_dict({"plugin_members": ["random_forest"], "plugin_folds": 1})
     with pytest.raises(ConfigError, match="image data sets"):
         TrialConfig.from_dict({"dataset": "digits", "plugin_members": ["random_forest"]})
-    with pytest.raises(ConfigError, match="at least one combiner"):
-        TrialConfig.from_dict({"plugin_members": ["random_forest"], "combiners": [],
-                               "competitors": ["random_forest"]})
     assert TrialConfig.from_dict({"plugin_members": "random_forest"}).plugin_members == (
         "random_forest",)
 
