@@ -117,7 +117,9 @@ def regression_sweep(dataset: str, grid: str, *, folds: int = 10, seeds: int = 1
 
 def _reference_trial() -> dict:
     # M = 1: one network, no diversity; its "arithmetic" combiner is the network itself.
-    return {"n_members": 1, "epsilon": 0.0, "combiners": ["arithmetic"], "role": "reference"}
+    # Plug-in hypotheses (--set plugin_members=...) never join it: it stays one network.
+    return {"n_members": 1, "epsilon": 0.0, "combiners": ["arithmetic"], "plugin_members": [],
+            "role": "reference"}
 
 
 def _competitor_trial(name: str) -> dict:

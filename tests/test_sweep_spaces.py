@@ -103,3 +103,11 @@ def test_trial_keys_ignore_fields_left_at_their_defaults():
     # so a field added to the library later (at its default) keeps old sweeps resumable
     assert trial_key(trimmed, {"n_members": 2}) == trial_key(config, {"n_members": 2})
     assert trial_key({**config, "epochs": 99}, {"n_members": 2}) != trial_key(config, {"n_members": 2})
+
+
+def test_the_reference_stays_one_network_when_plug_ins_are_set():
+    spec = regression_sweep("diabetes", "demo")
+    configs = plan(spec, SweepOptions(name="x", overrides={"plugin_members": ["random_forest"]}))
+    roles = {c["extra"]["role"]: c for c in configs}
+    assert roles["reference"]["plugin_members"] == () and roles["reference"]["n_members"] == 1
+    assert roles["ensemble"]["plugin_members"] == ("random_forest",)
