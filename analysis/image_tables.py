@@ -88,9 +88,15 @@ def _order(df: pd.DataFrame, first=("dataset", "ensemble")) -> pd.DataFrame:
     return df.assign(_k=key).sort_values([*first, "_k"]).drop(columns="_k").reset_index(drop=True)
 
 
+def plus_minus(mean: pd.Series, half: pd.Series) -> pd.Series:
+    """"81.20 ± 0.85"; with a single split there is no interval: "81.20 (1 split)"."""
+    return pd.Series([f"{m:.2f} (1 split)" if h != h else f"{m:.2f} ± {h:.2f}"
+                      for m, h in zip(mean, half)], index=mean.index, dtype=object)
+
+
 def overall_view(acc: pd.DataFrame) -> pd.DataFrame:
     """Wide view for the report: one row per data set x architecture mix."""
-    cell = acc["mean"].map("{:.2f}".format) + " ± " + acc["half_width"].map("{:.2f}".format)
+    cell = plus_minus(acc["mean"], acc["half_width"])
     wide = acc.assign(cell=cell).pivot(index=["dataset", "ensemble"], columns="model", values="cell")
     wide = wide[sorted(wide.columns, key=model_sort_key)]
     wide.columns = [model_label(m) for m in wide.columns]
@@ -135,7 +141,7 @@ def epsilon_sensitivity(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
-    cell = eps["mean"].map("{:.2f}".format) + " ± " + eps["half_width"].map("{:.2f}".format)
+    cell = plus_minus(eps["mean"], eps["half_width"])
     wide = eps.assign(cell=cell, label=eps["model"].map(model_label)).pivot(
         index=["dataset", "label", "epsilon"], columns="kind", values="cell")
     return wide.reset_index().fillna("–").rename(columns={"label": "combiner", "epsilon": "ε"})

@@ -123,8 +123,7 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
 
 def _best_view(best: pd.DataFrame) -> pd.DataFrame:
     view = best.assign(model=best["model"].map(model_label))
-    view["accuracy (%)"] = (view["accuracy_pct"].map("{:.2f}".format) + " ± "
-                            + view["half_width_pct"].map("{:.2f}".format))
+    view["accuracy (%)"] = it.plus_minus(view["accuracy_pct"], view["half_width_pct"])
     keep = ["dataset", "ensemble", "model", "config", "n_members", "epsilon", "accuracy (%)",
             "member_accuracy_mean", "train_seconds", "eval_seconds"]
     return view[[c for c in keep if c in view]].rename(columns={

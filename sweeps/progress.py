@@ -108,7 +108,10 @@ class ProgressLine(Callback):
 
     def print(self, trials, note: str = "") -> None:
         self.last = time.monotonic()
-        print(self.line(trials) + (f"\n    {note}" if note else ""), file=sys.stdout, flush=True)
+        line = self.line(trials)
+        if line != getattr(self, "printed", None) or note:
+            print(line + (f"\n    {note}" if note else ""), file=sys.stdout, flush=True)
+        self.printed = line
 
     def line(self, trials) -> str:
         count = lambda *s: sum(t.status in s for t in trials)  # noqa: E731

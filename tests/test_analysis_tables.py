@@ -129,3 +129,10 @@ def test_failed_rows_keep_a_status_and_unknown_status_is_an_error():
     assert normalise(df, "s").loc[0, "model"] == "(whole trial)"
     with pytest.raises(ResultsError, match="unknown status"):
         normalise(df.assign(status="weird"), "s")
+
+
+def test_a_single_split_has_no_interval_and_says_so():
+    import pandas as pd
+    from analysis.image_tables import plus_minus
+    cells = plus_minus(pd.Series([81.2, 90.0]), pd.Series([0.85, float("nan")]))
+    assert list(cells) == ["81.20 ± 0.85", "90.00 (1 split)"]
