@@ -27,6 +27,7 @@ from sbfn_dist.learners.cnn import SimpleCNN
 from sbfn_dist.learners.registry import build_ensemble
 
 M, BATCH, LR, N_CLASSES = 5, 64, 1e-3, 10
+THREADS = 1     # as a Ray trial gets one CPU; 2 threads on the shared 2 cores gave 3x spreads
 
 
 def bench_images(quick: bool):
@@ -34,7 +35,7 @@ def bench_images(quick: bool):
     if quick or find_optional_file("mnist", "mnist/mnist.npz", None) is None:
         data, sizes = load_images("digits"), dict(n_test=300)
     else:
-        data, sizes = load_images("mnist"), dict(n_train=2000, n_test=1000)
+        data, sizes = load_images("mnist"), dict(n_train=1000, n_test=1000)
     split = holdout_splits(data, n_splits=1, seed=0, **sizes)[0]
     return data.name, DeviceImages(data, split, augment=False)
 
@@ -97,7 +98,7 @@ def run(quick: bool = False) -> dict:
     name, images = bench_images(quick)
     eps_indep = (M - 1) / M
     scores = {"ours eps=0.5": [], f"ours eps={eps_indep:g}": [], "torchensemble": []}
-    with threads(2):
+    with threads(THREADS):
         warm_up(images)
         sides = {"ours eps=0.5": ours(images, epochs, 0.5, scores["ours eps=0.5"]),
                  f"ours eps={eps_indep:g}": ours(images, epochs, eps_indep,
@@ -112,7 +113,7 @@ def run(quick: bool = False) -> dict:
                      f"{paired_ratio(t['torchensemble'], times):.2f}x",
                      f"{acc['prob_mean']:.3f}", f"{acc['sbfn']:.3f}" if "sbfn" in acc else "-"])
     table(f"M = {M} SimpleCNNs on {name} ({len(images.train_y)} train / {len(images.test_y)} test "
-          f"images, {epochs} epochs, batch {BATCH}, Adam, 2 threads, median of {repeats})",
+          f"images, {epochs} epochs, batch {BATCH}, Adam, {THREADS} thread(s), median of {repeats})",
           ["side", "train img/s", "speed vs torchensemble", "acc prob-mean", "acc s-BFN"], rows)
     return {"times": t, "scores": scores}
 
