@@ -75,7 +75,8 @@ class SBFNClassifier(ClassifierMixin, BaseEstimator):
         self.std_ = X.std(axis=(0, 2, 3), keepdims=True) + 1e-8
         data = _TensorImages(torch.as_tensor((X - self.mean_) / self.std_, device=self.device),
                              torch.as_tensor(codes, device=self.device), self.device)
-        self.head_ = self._head(len(self.classes_))
+        head = self._head(len(self.classes_))
+        self.head_ = head.to(self.device) if head is not None else None  # heads live with the data
         cfg = ImageMemberConfig(ensemble=self.ensemble, n_members=self.n_members,
                                 epsilon=self.epsilon, epochs=self.epochs,
                                 batch_size=self.batch_size, lr=self.lr, seed=self.random_state or 0)
