@@ -26,4 +26,5 @@ test: .venv/.installed .venv/.chromium
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q
 
 bench: .venv/.installed
+	.venv/bin/pip install --quiet -c constraints.txt -e '.[test,bench]'
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m benchmarks
