@@ -99,7 +99,7 @@ def regression_sweep(dataset: str, grid: str, *, folds: int = 10, seeds: int = 1
     preset = REGRESSION_PRESETS.get(dataset, DEFAULT_PRESET)
     base = {"dataset": dataset, "folds": folds, "split": "kfold", **preset,
             "lambda2": list(lambda2 or PAPER_LAMBDA2), "combiners": list(REGRESSION_COMBINERS),
-            "competitors": [], "competitor_grid": "default"}
+            "competitors": [], "competitor_grid": "small"}
     # Largest M first (with the competitors and the reference before them): the longest trials
     # start first, so the sweep does not end waiting on one big trial.
     axes = {"n_members": _largest_first(members or PAPER_MEMBERS),

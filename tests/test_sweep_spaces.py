@@ -111,3 +111,10 @@ def test_the_reference_stays_one_network_when_plug_ins_are_set():
     roles = {c["extra"]["role"]: c for c in configs}
     assert roles["reference"]["plugin_members"] == () and roles["reference"]["n_members"] == 1
     assert roles["ensemble"]["plugin_members"] == ("random_forest",)
+
+
+def test_competitors_are_tuned_over_their_grids_so_quartiles_mean_something():
+    spec = regression_sweep("air_quality", "regression80")
+    competitor = next(t for t in spec.trials() if t.get("role") == "competitors")
+    config = trial_config(competitor, spec.base, "s")
+    assert config["competitor_grid"] == "small"     # 4 configurations each (sbfn_dist/baselines.py)
