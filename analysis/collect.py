@@ -108,6 +108,9 @@ def _trial_key(table: pd.DataFrame) -> pd.Series:
     return hashed.map("{:016x}".format)
 
 
+REFERENCE_MODEL = "single_network_M1"
+
+
 def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:
     """Fill the sweep columns, and give failed rows (which may lack them) a model and task."""
     table = table.copy()
@@ -120,6 +123,8 @@ def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:
     if empty.any():
         table.loc[empty, "trial_id"] = _trial_key(table[empty])
     table["model"] = table["model"].fillna("(whole trial)")
+    if "role" in table.columns:  # the sweeps' M = 1 reference is its own row, not an M setting
+        table.loc[table["role"] == "reference", "model"] = REFERENCE_MODEL
     table["status"] = table["status"].fillna("failed")
     if "error" not in table.columns:
         table["error"] = ""

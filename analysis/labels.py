@@ -4,6 +4,7 @@ MODEL_LABELS = {
     # regression (paper, Tables "tableauc_test" / "tableenergy_test")
     "sbfn_ls": "s-BFN least squares", "sbfn_ls_linear": "s-BFN least squares + linear",
     "g1": "s-BFN G1", "g2": "s-BFN G2", "g3": "s-BFN G3", "arithmetic": "Arithmetic combiner",
+    "single_network_M1": "Single network (M = 1)",
     "svm_rbf": "SVM-RBF", "random_forest": "Random forest", "gradient_boosting": "Gradient boosting",
     # image ensembles (paper, Table "tab:ensemble_variants")
     "sbfn": "s-BFN", "sbfn_stacked": "s-BFN (stacked)", "moe": "MoE", "moe_stacked": "MoE (stacked)",

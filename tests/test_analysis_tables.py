@@ -136,3 +136,11 @@ def test_a_single_split_has_no_interval_and_says_so():
     from analysis.image_tables import plus_minus
     cells = plus_minus(pd.Series([81.2, 90.0]), pd.Series([0.85, float("nan")]))
     assert list(cells) == ["81.20 ± 0.85", "90.00 (1 split)"]
+
+
+def test_the_sweeps_m1_reference_is_its_own_model_not_an_arithmetic_setting():
+    import pandas as pd
+    from analysis.collect import REFERENCE_MODEL, normalise
+    rows = pd.DataFrame({"model": ["arithmetic", "arithmetic"], "role": ["ensemble", "reference"],
+                         "status": ["ok", "ok"], "trial_id": ["a", "b"], "sweep": ["s", "s"]})
+    assert list(normalise(rows, "s")["model"]) == ["arithmetic", REFERENCE_MODEL]
