@@ -6,6 +6,7 @@
 
 import functools
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,8 +95,10 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
         return None
     store = ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
     spec_record = _check_store(store, spec, opts, configs)
+    warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     _preflight_data(configs[0], opts)
     where = _connect(opts)
+    warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
     print(f"[{opts.name}] {len(configs)} trials on {where}; results -> {store.root}", file=out)
     start = time.monotonic()
@@ -163,6 +166,31 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
     return tracking_uri, [r.metrics for r in results], progress
 
 
+def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
+    """(tracking URI, artifact location): --mlflow-uri, or sqlite + files in the results dir."""
+    if opts.mlflow_uri:
+        return opts.mlflow_uri, None
+    return f"sqlite:///{store.root}/mlflow.db", Path(store.root, "mlartifacts").as_uri()
+
+
+def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
+    """Create the MLflow store and experiment in the background: a new sqlite store runs its
+    schema migrations (~5 s), which then overlap ray.init."""
+    def warm():
+        if not opts.mlflow:
+            return
+        from sweeps.tracking import open_experiment
+        uri, artifacts = _tracking_store(opts, store)
+        try:
+            open_experiment(uri, opts.name, artifacts)
+        except SbfnError:
+            pass  # reported when the logger opens the store for real
+
+    thread = threading.Thread(target=warm, daemon=True)
+    thread.start()
+    return thread
+
+
 def _callbacks(spec, opts, store, configs, resolve):
     from sweeps.progress import ProgressLine, StoreKeeper
     from sweeps.tracking import MLflowSweepLogger
@@ -172,8 +200,7 @@ def _callbacks(spec, opts, store, configs, resolve):
     callbacks = [StoreKeeper(store, resolve), progress]
     tracking_uri = None
     if opts.mlflow:
-        tracking_uri = opts.mlflow_uri or f"sqlite:///{store.root}/mlflow.db"
-        artifacts = None if opts.mlflow_uri else Path(store.root, "mlartifacts").as_uri()
+        tracking_uri, artifacts = _tracking_store(opts, store)
         sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
                  "metric_prefix": "rmse/" if spec.task == "regression" else "accuracy/"}
         callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts))
