@@ -37,7 +37,7 @@ class StoreKeeper(Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info):
         config = self.resolve(trial.config)
-        if all(self.store.read_part(config["trial_id"], f) is not None for f in folds_of(config)):
+        if all(self.store.has_part(config["trial_id"], f) for f in folds_of(config)):
             return  # every fold is in the store: the work is done, whatever Tune's state says
         record = {k: v for k, v in config.items() if k not in ("extra", "combiners", "competitors",
                                                                "lambda2")}

@@ -16,7 +16,7 @@ import pandas as pd
 from sbfn_dist.errors import ConfigError, SbfnError
 from sweeps.spaces import SweepSpec
 from sweeps.store import ResultStore
-from sweeps.trainable import folds_of, sweep_trainable, trial_config
+from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
 
 
 @dataclass
@@ -68,12 +68,6 @@ class SweepOutcome:
     trials: list
     seconds: float
     max_running: int = 0
-
-
-def resolve_trial(params: dict, *, base: dict, sweep: str) -> dict:
-    """A Tune trial's params -> its full config (grid: under "trial"; Optuna: top level)."""
-    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
-    return trial_config(override, base, sweep)
 
 
 def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
@@ -155,8 +149,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
     base = {**spec.base, **opts.overrides}
     resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
     trainable = tune.with_resources(
-        tune.with_parameters(sweep_trainable, base=base, sweep=opts.name, results_uri=store.uri
-                             if "://" in store.uri else store.root,
+        tune.with_parameters(sweep_trainable, base=base, sweep=opts.name, results_uri=store.location,
                              objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
                              threads=max(1, int(opts.cpus_per_trial))),
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
@@ -209,13 +202,13 @@ def _callbacks(spec, opts, store, configs, resolve):
 
 def _tuner(spec, opts, store, configs, trainable, callbacks):
     from ray import tune
-    tune_dir = f"{store.uri.rstrip('/') if '://' in store.uri else store.root}/tune"
+    tune_dir = f"{store.location.rstrip('/')}/tune"
     if opts.resume and tune.Tuner.can_restore(tune_dir):
         # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
         return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
                                   resume_errored=True)
     run_config = tune.RunConfig(
-        name="tune", storage_path=store.uri if "://" in store.uri else store.root,
+        name="tune", storage_path=store.location,
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # Keep every (tiny) checkpoint: after a killed driver, Tune's last saved experiment
         # state may point at a checkpoint that num_to_keep would already have deleted.

@@ -46,6 +46,11 @@ class ResultStore:
         self.uri = uri
         self.fs, self.root = open_filesystem(uri)
 
+    @property
+    def location(self) -> str:
+        """Where Ray and workers find the store: the URI, or the absolute local path."""
+        return self.uri if "://" in self.uri else self.root
+
     # --- writing -----------------------------------------------------------------------
     def create(self) -> None:
         """Make the directory and prove it is writable before any trial starts."""
@@ -82,6 +87,9 @@ class ResultStore:
     def part_path(self, key: str, fold) -> str:
         suffix = "failed" if fold == "failed" else f"f{fold}"
         return f"{self.root}/parts/{key}-{suffix}.parquet"
+
+    def has_part(self, key: str, fold) -> bool:
+        return self._exists(self.part_path(key, fold))
 
     def read_part(self, key: str, fold) -> list[dict] | None:
         path = self.part_path(key, fold)

@@ -54,6 +54,12 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def resolve_trial(params: dict, *, base: dict, sweep: str) -> dict:
+    """A Tune trial's params -> its full config (grid: under "trial"; Optuna: top level)."""
+    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
+    return trial_config(override, base, sweep)
+
+
 def folds_of(config: dict) -> list:
     """The folds this trial runs: the one it names, or all of them."""
     if config["fold"] is not None:
@@ -65,8 +71,7 @@ def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
                     objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
     """Tune function trainable. `params` holds the trial override (grid: under "trial";
     Optuna: the sampled fields at top level). Never returns a value (Tune's metric lookup)."""
-    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
-    config = trial_config(override, base, sweep)
+    config = resolve_trial(params, base=base, sweep=sweep)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     _limit_device(gpu_fraction, threads)
     store = ResultStore(results_uri)
