@@ -73,11 +73,13 @@ class ProgressLine(Callback):
         self.start = time.monotonic()
         self.last = 0.0
         self.folds: dict = {}
-        self.best = None
+        self.computed = 0
         self.max_running = 0
 
     def setup(self, **info):
-        self.start = time.monotonic()   # also after a resume (this object is unpickled then)
+        # Also after a resume (this object is unpickled then): the rate counts this run only.
+        self.start = time.monotonic()
+        self.computed = 0
 
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
@@ -85,7 +87,7 @@ class ProgressLine(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self.folds[trial.trial_id] = result.get("folds_done", 0)
-        self._track_best(trial, result)
+        self.computed += bool(result.get("fold_computed", True))
         if time.monotonic() - self.last > self.every:
             self.print(trials)
 
@@ -98,13 +100,19 @@ class ProgressLine(Callback):
     def on_trial_error(self, iteration, trials, trial, **info):
         self.print(trials, note=f"trial {trial} failed: {error_text(trial)}")
 
-    def _track_best(self, trial, result):
-        value = result.get("objective")
-        if value is None or value != value:
-            return
-        better = self.best is None or (value < self.best[0] if self.mode == "min" else value > self.best[0])
-        if better:
-            self.best = (value, result.get("objective_model", ""), trial.config)
+    def _best(self, trials):
+        # Each trial's latest (running CV) objective; trials finished before a --resume report
+        # nothing in this run, so Tune's restored last_result speaks for them.
+        scored = [(v, t) for t in trials if (v := _objective(t)) is not None]
+        if not scored:
+            return None
+        pick = min if self.mode == "min" else max
+        value, trial = pick(scored, key=lambda vt: vt[0])
+        return value, trial.last_result.get("objective_model", ""), trial.config
+
+    def _done(self, trials) -> int:
+        return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
+                   for t in trials)
 
     def print(self, trials, note: str = "") -> None:
         self.last = time.monotonic()
@@ -115,17 +123,23 @@ class ProgressLine(Callback):
 
     def line(self, trials) -> str:
         count = lambda *s: sum(t.status in s for t in trials)  # noqa: E731
-        done = sum(self.folds.values())
+        done = self._done(trials)
         elapsed = time.monotonic() - self.start
-        left = elapsed / done * (self.total_folds - done) if done else None
-        best = ""
-        if self.best:
-            label = self.best[2].get("trial", self.best[2])
-            best = f" | best {self.best[0]:.4g} ({self.best[1]}, {_short(label)})"
+        # Folds read back from the store after a resume are instant: the rate counts computed ones.
+        left = elapsed / self.computed * (self.total_folds - done) if self.computed else None
+        best, found = "", self._best(trials)
+        if found:
+            label = found[2].get("trial", found[2])
+            best = f" | best {found[0]:.4g} ({found[1]}, {_short(label)})"
         return (f"[{self.name}] trials {count('TERMINATED')}/{len(trials)} done, "
                 f"{count('RUNNING')} running, {count('PENDING')} pending, {count('ERROR')} failed"
                 f" | folds {done}/{self.total_folds}{best} | {_clock(elapsed)} elapsed"
                 + (f", ~{_clock(left)} left" if left is not None else ""))
+
+
+def _objective(trial):
+    value = (trial.last_result or {}).get("objective")
+    return None if value is None or value != value else value   # NaN: a diverged trial
 
 
 def _short(config: dict) -> str:

@@ -80,12 +80,15 @@ def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
     records = []
     for fold in folds_of(config):
         part = store.read_part(config["trial_id"], fold)
-        if part is None:
+        computed = part is None
+        if computed:
             part = run_trial({**config, "fold": fold})
             store.write_part(config["trial_id"], fold, part)
         records += part
         done.add(fold)
-        _report({**summarise(records, objective), "trial_key": config["trial_id"]}, done)
+        # fold_computed tells the progress line which folds cost time (read-backs do not).
+        _report({**summarise(records, objective), "trial_key": config["trial_id"],
+                 "fold_computed": computed}, done)
 
 
 def _limit_device(gpu_fraction: float, threads: int) -> None:

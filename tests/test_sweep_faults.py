@@ -79,3 +79,6 @@ def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path):
     _, runs = mlflow_runs(f"sqlite:///{root}/mlflow.db", "killed")
     assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(keys)   # one run per trial
     assert all(r.info.status == "FINISHED" for r in runs)
+    # The resumed progress line counts the folds finished before the kill too.
+    progress = [line for line in done.stdout.splitlines() if "| folds " in line]
+    assert progress and "folds 18/18" in progress[-1], progress[-3:]

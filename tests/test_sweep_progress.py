@@ -1,0 +1,50 @@
+"""The progress line after a --resume: trials finished before the kill still count, and the time
+left is estimated from folds computed in this run, not from folds read back from the store.
+
+Tune hands the callback its restored Trial objects; only `trial_id`, `status`, `last_result` and
+`config` are read, so plain records stand in for them here."""
+
+from types import SimpleNamespace
+
+from sweeps.progress import ProgressLine
+
+
+def trial(trial_id, status, folds_done=0, objective=None, model="sbfn_ls"):
+    last = {"folds_done": folds_done, "objective": objective, "objective_model": model} \
+        if folds_done else {}
+    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last,
+                           config={"trial": {"n_members": int(trial_id[1:])}})
+
+
+def resumed_line(computed_results: list[dict], trials) -> str:
+    progress = ProgressLine("sweep", total_folds=30, mode="min")
+    progress.setup()
+    running = trials[-1]
+    for result in computed_results:
+        running.last_result = result
+        progress.on_trial_result(0, trials, running, result)
+    return progress.line(trials)
+
+
+def test_folds_and_best_of_trials_finished_before_the_resume_are_counted():
+    finished = trial("M35", "TERMINATED", folds_done=10, objective=0.29)
+    running = trial("M20", "RUNNING")
+    line = resumed_line([{"folds_done": 1, "objective": 0.4, "objective_model": "sbfn_ls",
+                          "fold_computed": True}], [finished, trial("M10", "PENDING"), running])
+    assert "trials 1/3 done, 1 running, 1 pending" in line
+    assert "folds 11/30" in line
+    assert "best 0.29 (sbfn_ls, n_members=35)" in line
+
+
+def test_folds_read_back_from_the_store_do_not_speed_up_the_estimate():
+    read_back = [{"folds_done": k, "objective": 0.3, "fold_computed": False} for k in (1, 2, 3)]
+    assert "left" not in resumed_line(read_back, [trial("M5", "RUNNING")])
+    line = resumed_line(read_back + [{"folds_done": 4, "objective": 0.3, "fold_computed": True}],
+                        [trial("M5", "RUNNING")])
+    assert "folds 4/30" in line and "left" in line
+
+
+def test_a_diverged_trial_is_never_the_best():
+    line = ProgressLine("sweep", total_folds=20, mode="min").line(
+        [trial("M2", "TERMINATED", 10, float("nan")), trial("M5", "TERMINATED", 10, 0.5)])
+    assert "best 0.5 (sbfn_ls, n_members=5)" in line
