@@ -146,6 +146,10 @@ class TrialConfig:
             raise ConfigError("competitor_grid", self.competitor_grid, f"one of {COMPETITOR_GRIDS}")
         if not (self.combiners or self.competitors):
             raise ConfigError("combiners", self.combiners, "at least one combiner or competitor")
+        if self.folds < 2 and self.split in ("kfold", "fixed_train_kfold"):
+            # One holdout split is a valid (cheap) image run; one "fold" of k-fold is not a split.
+            raise ConfigError("folds", self.folds, f"an integer >= 2 for split={self.split} "
+                              "(split=holdout allows 1)")
         if self.fold is not None and not (0 <= self.fold < self.folds or self.split == "fixed"):
             raise ConfigError("fold", self.fold, f"an index in [0, {self.folds}) or None for all folds")
 
@@ -188,7 +192,7 @@ _RULES = [
     ("lr_alpha", lambda v: _is_num(v, 0.0, lo_open=True), "a learning rate > 0"),
     ("epochs", lambda v: _is_int(v, 1), "an integer >= 1"),
     ("batch_size", lambda v: _is_int(v, 1), "an integer >= 1 (1 = online, Algorithm 1)"),
-    ("folds", lambda v: _is_int(v, 2), "an integer >= 2"),
+    ("folds", lambda v: _is_int(v, 1), "an integer >= 1 (>= 2 for k-fold splits)"),
     ("seed", lambda v: _is_int(v, 0), "an integer >= 0"),
     ("window", lambda v: _is_int(v, 2), "an integer >= 2"),
     ("plugin_folds", lambda v: _is_int(v, 2), "an integer >= 2 (inner folds of the plug-ins)"),

@@ -93,3 +93,11 @@ def test_a_missing_data_directory_stops_the_sweep_before_ray(capsys, tmp_path):
                        str(tmp_path), "--data-dir", str(tmp_path / "nowhere")])
     err = error_of(capsys, code)
     assert "air" in err.lower()
+
+
+def test_one_holdout_split_is_a_valid_image_sweep_but_one_kfold_fold_is_not(capsys, tmp_path):
+    assert main_for("digits", ["--splits", "1", "--dry-run", "--storage", str(tmp_path)]) == 0
+    assert "folds/splits" in capsys.readouterr().out
+    err = error_of(capsys, regression(["--dataset", "diabetes", "--grid", "demo", "--folds", "1",
+                                       "--dry-run", "--storage", str(tmp_path)]))
+    assert "folds" in err and "split=kfold" in err
