@@ -94,7 +94,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     where = _connect(opts)
     warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
-    print(f"[{opts.name}] {len(configs)} trials on {where}; results -> {store.root}", file=out)
+    print(f"[{opts.name}] {_trial_count(opts, configs)} on {where}; results -> {store.root}", file=out)
     start = time.monotonic()
     tracking_uri, trials, progress = _fit(spec, opts, store, configs)
     table = store.consolidate()
@@ -247,13 +247,20 @@ def _trial_name(trial) -> str:
     return f"{trial.trial_id}_{label}"[:100]
 
 
+def _trial_count(opts: SweepOptions, configs: list[dict]) -> str:
+    if opts.search == "optuna":
+        # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
+        return f"{opts.num_samples} Optuna trials (no competitors or M = 1 reference)"
+    return f"{len(configs)} trials"
+
+
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
                                                   if opts.gpus_per_trial else "")
     print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}", file=out)
     if opts.search == "optuna":
-        print(f"  Optuna (TPE, seed {opts.search_seed}) samples {opts.num_samples} trials from "
+        print(f"  {_trial_count(opts, configs)}: TPE (seed {opts.search_seed}) samples "
               + ", ".join(f"{k} in {list(v)}" for k, v in spec.axes.items()), file=out)
     else:
         print(f"  {len(configs)} trials, {folds} folds/splits in all", file=out)
