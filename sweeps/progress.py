@@ -126,7 +126,8 @@ class ProgressLine(Callback):
         done = self._done(trials)
         elapsed = time.monotonic() - self.start
         # Folds read back from the store after a resume are instant: the rate counts computed ones.
-        left = elapsed / self.computed * (self.total_folds - done) if self.computed else None
+        left = elapsed / self.computed * (self.total_folds - done) \
+            if self.computed and count("RUNNING", "PENDING") else None   # ASHA may stop early
         best, found = "", self._best(trials)
         if found:
             label = found[2].get("trial", found[2])

@@ -48,3 +48,11 @@ def test_a_diverged_trial_is_never_the_best():
     line = ProgressLine("sweep", total_folds=20, mode="min").line(
         [trial("M2", "TERMINATED", 10, float("nan")), trial("M5", "TERMINATED", 10, 0.5)])
     assert "best 0.5 (sbfn_ls, n_members=5)" in line
+
+
+def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early():
+    progress = ProgressLine("sweep", total_folds=40, mode="min")
+    stopped = trial("M5", "TERMINATED", folds_done=2, objective=0.5)
+    progress.on_trial_result(0, [stopped], stopped, {"folds_done": 2, "fold_computed": True})
+    line = progress.line([stopped])
+    assert "folds 2/40" in line and "left" not in line
