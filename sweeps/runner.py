@@ -266,7 +266,8 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
         print(f"  {len(configs)} trials, {folds} folds/splits in all", file=out)
         for c in configs:
             role = c["extra"].get("role")
-            what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} "
+            what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} " \
+                + (f"lr={c['lr']:g} " if role == "reference" else "")
             print(f"    {c['trial_id']:<42} folds {len(folds_of(c)):>2}  {what}role={role}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)

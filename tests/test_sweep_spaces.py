@@ -16,7 +16,10 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
     assert len(ensembles) == len(PAPER_MEMBERS) * len(PAPER_EPSILONS) == 20
     assert len(ensembles) * len(spec.base["lambda2"]) == 80       # λ2 rides along in each trial
     assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
-    assert [t["role"] for t in trials if "role" in t] == ["reference"] + ["competitors"] * 3
+    assert [t["role"] for t in trials if "role" in t] == ["reference"] * 2 + ["competitors"] * 3
+    # one network at the grid's learning rate and at a tenth of it (it can diverge alone)
+    assert [t.get("lr", spec.base["lr"]) for t in trials if t.get("role") == "reference"] == [
+        0.03, 0.003]
     assert [t["competitors"] for t in trials if t.get("role") == "competitors"] == [
         ["svm_rbf"], ["random_forest"], ["gradient_boosting"]]   # one trial each: they run in parallel
     assert spec.base["folds"] == 10
@@ -25,7 +28,7 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
 def test_seeds_repeat_the_whole_grid_and_lambda2_is_never_a_trial_axis():
     spec = regression_sweep("air_quality", "regression80", seeds=3)
     trials = spec.trials()
-    assert len(trials) == 3 * 24
+    assert len(trials) == 3 * 25
     assert sorted({t["seed"] for t in trials}) == [0, 1, 2]
     assert all("lambda2" not in t for t in trials)
 
