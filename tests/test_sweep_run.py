@@ -59,7 +59,9 @@ def test_the_same_sweep_logs_to_a_real_mlflow_server(tmp_path, mlflow_server):
 def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(tmp_path, capsys):
     outcome = run_tiny(tmp_path, "--search", "optuna", "--num-samples", "3", "--no-mlflow",
                        "--competitors", "none")
-    assert "3 Optuna trials (no competitors" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "3 Optuna trials (no competitors" in out
+    assert "over a 4-point space will repeat points; --search grid evaluates all 4" in out
     table = results(outcome.root)
     assert len(outcome.trials) == 3
     assert set(table["n_members"]) <= {5, 10} and set(table["epsilon"]) <= {0.0, 0.35}
