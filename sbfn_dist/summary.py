@@ -46,8 +46,9 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     best = per_setting.loc[per_setting.groupby("model")["key"].idxmin()].drop(columns="key")
     settings = per_setting.groupby("model").size().rename("settings")
     failed = df[df["status"] != "ok"].groupby("model").size().rename("not_ok")
-    table = (best.set_index("model").join(settings).join(failed).fillna({"not_ok": 0})
-             .sort_values("mean", ascending=sign > 0))
+    # Outer join: a model whose every row diverged still gets a line (mean NaN, not_ok > 0).
+    table = (best.set_index("model").join(settings).join(failed, how="outer")
+             .fillna({"not_ok": 0, "settings": 0}).sort_values("mean", ascending=sign > 0))
     table.insert(0, "label", [LABELS.get(m, m) for m in table.index])
     return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
                                  "count": "folds", "model_params": "best_setting"})

@@ -5,6 +5,7 @@
 """
 
 import functools
+import json
 import math
 import sys
 import threading
@@ -287,27 +288,33 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)
 
 
-def _labelled(ok: pd.DataFrame, axes: list) -> pd.DataFrame:
-    """Competitors have no M or ε, and the M = 1 reference is its own model in the summary."""
-    ok = ok.astype({a: object for a in axes})
-    role = ok["role"] if "role" in ok else pd.Series("ensemble", index=ok.index)
-    ok.loc[role != "ensemble", axes] = "-"
-    ok.loc[role == "reference", "model"] = "single_network_M1"
-    return ok
+def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
+    """Competitors have no M or ε; the M = 1 reference is its own model, one setting per
+    learning rate (two references must never be averaged together)."""
+    rows = rows.astype({a: object for a in axes})
+    role = rows["role"] if "role" in rows else pd.Series("ensemble", index=rows.index)
+    rows.loc[role != "ensemble", axes] = "-"
+    reference = role == "reference"
+    rows.loc[reference, "model"] = "single_network_M1"
+    if "lr" in rows:
+        rows.loc[reference, "model_params"] = rows.loc[reference, "lr"].map(
+            lambda lr: json.dumps({"lr": lr}))
+    return rows
 
 
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     from sbfn_dist.summary import comparison_table
     table = outcome.table
     metric = "rmse" if spec.task == "regression" else "accuracy"
-    ok = table[table["status"] == "ok"] if len(table) else table
+    # Diverged rows go in too: the table counts them (not_ok) instead of hiding the model.
+    rows = table[table["status"] != "failed"] if len(table) else table
     failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0
     print(f"\n[{opts.name}] finished in {outcome.seconds / 60:.1f} min: "
           f"{table['trial_id'].nunique() if len(table) else 0} trials with results, "
           f"{failed} failed", file=out)
-    if len(ok):
-        axes = [a for a in spec.axes if a in ok]
-        view = comparison_table(_labelled(ok, axes).to_dict("records"), metric,
+    if len(rows):
+        axes = [a for a in spec.axes if a in rows]
+        view = comparison_table(_labelled(rows, axes).to_dict("records"), metric,
                                 ["model_params", *axes])
         with pd.option_context("display.width", 200, "display.max_colwidth", 70):
             print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"), file=out)

@@ -1,0 +1,40 @@
+"""The table a sweep prints at its end: every model appears, nothing is averaged across
+settings that differ, and diverged rows are counted, never hidden."""
+
+import io
+
+import pandas as pd
+
+from sweeps.runner import SweepOptions, SweepOutcome, print_summary
+from sweeps.spaces import regression_sweep
+
+
+def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, params="{}"):
+    return dict(model=model, rmse=rmse, fold=fold, role=role, lr=lr, status=status,
+                n_members=n_members, epsilon=0.35, model_params=params, trial_id=f"{role}{lr}")
+
+
+def summary(rows) -> str:
+    out = io.StringIO()
+    outcome = SweepOutcome(root="/r", table=pd.DataFrame(rows), tracking_uri=None, trials=[],
+                           seconds=60.0)
+    print_summary(outcome, regression_sweep("diabetes", "demo"), SweepOptions(name="s"), out)
+    return out.getvalue()
+
+
+def test_the_two_references_are_two_settings_never_averaged_together():
+    text = summary([row("arithmetic", 10.0 + f, f) for f in range(2)]
+                   + [row("arithmetic", 50.0, f, role="reference", lr=0.03, n_members=1)
+                      for f in range(2)]
+                   + [row("arithmetic", 20.0, f, role="reference", lr=0.003, n_members=1)
+                      for f in range(2)])
+    line = next(l for l in text.splitlines() if l.startswith("single_network_M1"))
+    assert '{"lr": 0.003}' in line and " 20 " in line and line.split()[-2] == "2"   # 2 settings
+
+
+def test_a_model_whose_every_row_diverged_is_listed_with_its_count():
+    text = summary([row("arithmetic", 10.0, f) for f in range(3)]
+                   + [row("arithmetic", float("nan"), f, role="reference", status="diverged",
+                          n_members=1) for f in range(3)])
+    line = next(l for l in text.splitlines() if l.startswith("single_network_M1"))
+    assert line.split()[-1] == "3"          # not_ok: the three diverged folds
