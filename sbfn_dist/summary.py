@@ -29,8 +29,8 @@ def comparison_table(records: list[dict], metric: str = "rmse",
                      settings: tuple = ("model_params",)) -> pd.DataFrame:
     """`settings`: the columns that make a configuration (a sweep adds its axes, e.g. M, ε)."""
     df = pd.DataFrame(records)
-    if "model_params" not in df:
-        df["model_params"] = "{}"
+    # groupby drops NaN keys: a missing or empty setting is "{}", never a vanished row.
+    df["model_params"] = df["model_params"].fillna("{}") if "model_params" in df else "{}"
     settings = list(settings)
     ok = df[df["status"] == "ok"]
     per_setting = (ok.groupby(["model", *settings])[metric]

@@ -296,7 +296,7 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     rows.loc[role != "ensemble", axes] = "-"
     reference = role == "reference"
     rows.loc[reference, "model"] = "single_network_M1"
-    if "lr" in rows:
+    if reference.any():   # an empty .loc assignment would add an all-NaN model_params column
         rows.loc[reference, "model_params"] = rows.loc[reference, "lr"].map(
             lambda lr: json.dumps({"lr": lr}))
     return rows

@@ -6,7 +6,7 @@ import io
 import pandas as pd
 
 from sweeps.runner import SweepOptions, SweepOutcome, print_summary
-from sweeps.spaces import regression_sweep
+from sweeps.spaces import image_sweep, regression_sweep
 
 
 def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, params="{}"):
@@ -14,11 +14,12 @@ def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, p
                 n_members=n_members, epsilon=0.35, model_params=params, trial_id=f"{role}{lr}")
 
 
-def summary(rows) -> str:
+def summary(rows, spec=None) -> str:
     out = io.StringIO()
     outcome = SweepOutcome(root="/r", table=pd.DataFrame(rows), tracking_uri=None, trials=[],
                            seconds=60.0)
-    print_summary(outcome, regression_sweep("diabetes", "demo"), SweepOptions(name="s"), out)
+    print_summary(outcome, spec or regression_sweep("diabetes", "demo"), SweepOptions(name="s"),
+                  out)
     return out.getvalue()
 
 
@@ -38,3 +39,12 @@ def test_a_model_whose_every_row_diverged_is_listed_with_its_count():
                           n_members=1) for f in range(3)])
     line = next(l for l in text.splitlines() if l.startswith("single_network_M1"))
     assert line.split()[-1] == "3"          # not_ok: the three diverged folds
+
+
+def test_an_image_sweep_without_references_or_model_params_prints_every_combiner():
+    # Image records carry no model_params; the Fashion-MNIST sweep once crashed here at its end.
+    rows = [dict(model=m, accuracy=a, fold=f, role="ensemble", lr=1e-3, status="ok",
+                 ensemble="mixed", n_members=5, epsilon=0.5, trial_id=f"t{f}")
+            for f in range(2) for m, a in (("sbfn_stacked", 0.8), ("logit_mean", 0.78))]
+    text = summary(rows, image_sweep("fashion_mnist"))
+    assert "sbfn_stacked" in text and "logit_mean" in text
