@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from sbfn_dist.summary import REFERENCE_MODEL
+
 RESULTS_FILE = "results.parquet"
 SWEEP_FILE = "sweep.json"
 STATUSES = ("ok", "diverged", "failed")
@@ -106,9 +108,6 @@ def _trial_key(table: pd.DataFrame) -> pd.Series:
                                                 "ensemble", "width", "lr", "lambda1", "sbfn_basis")]
     hashed = pd.util.hash_pandas_object(table[config], index=False)   # deterministic, NaN-safe
     return hashed.map("{:016x}".format)
-
-
-REFERENCE_MODEL = "single_network_M1"
 
 
 def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:

@@ -7,6 +7,9 @@ full analysis (quartiles, intervals, tests) lives in the analysis layer.
 
 import pandas as pd
 
+# The sweeps' M = 1 reference trial: reported as its own model, never an M setting of "arithmetic".
+REFERENCE_MODEL = "single_network_M1"
+
 LABELS = {
     "sbfn_ls": "s-BFN least squares (paper features)",
     "sbfn_ls_linear": "s-BFN least squares (+ intercept, raw outputs)",
@@ -17,7 +20,7 @@ LABELS = {
     "moe": "Mixture-of-Experts (on-the-fly)", "moe_stacked": "Mixture-of-Experts (stacked)",
     "logit_mean": "Mean (logit averaging)", "logit_mean_tuned": "Mean, temperature tuned",
     "prob_mean": "probability averaging", "base_avg": "Base Avg. (mean member score)",
-    "single_network_M1": "single network (M = 1 reference)",
+    REFERENCE_MODEL: "single network (M = 1 reference)",
     "svm_rbf": "SVM-RBF", "random_forest": "random forest", "gradient_boosting": "gradient boosting",
 }
 

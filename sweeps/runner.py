@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sbfn_dist.errors import ConfigError, SbfnError
+from sbfn_dist.summary import REFERENCE_MODEL, comparison_table
 from sweeps.spaces import SweepSpec
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
@@ -295,7 +296,7 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     role = rows["role"] if "role" in rows else pd.Series("ensemble", index=rows.index)
     rows.loc[role != "ensemble", axes] = "-"
     reference = role == "reference"
-    rows.loc[reference, "model"] = "single_network_M1"
+    rows.loc[reference, "model"] = REFERENCE_MODEL
     if reference.any():   # an empty .loc assignment would add an all-NaN model_params column
         rows.loc[reference, "model_params"] = rows.loc[reference, "lr"].map(
             lambda lr: json.dumps({"lr": lr}))
@@ -303,7 +304,6 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
 
 
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
-    from sbfn_dist.summary import comparison_table
     table = outcome.table
     metric = "rmse" if spec.task == "regression" else "accuracy"
     # Diverged rows go in too: the table counts them (not_ok) instead of hiding the model.
