@@ -4,6 +4,7 @@
     best rmse 0.312 (sbfn_ls, M10_eps0.35_s0) | 3m05s elapsed, ~8m left
 """
 
+import json
 import sys
 import time
 
@@ -41,6 +42,9 @@ class StoreKeeper(Callback):
             return  # every fold is in the store: the work is done, whatever Tune's state says
         record = {k: v for k, v in config.items() if k not in ("extra", "combiners", "competitors",
                                                                "lambda2")}
+        # Encoded as run_trial's records encode it (sbfn_dist.experiment.base_record): a raw
+        # list beside their JSON strings makes results.parquet unwritable.
+        record["plugin_members"] = json.dumps(list(record.get("plugin_members", ())))
         record.update(config["extra"], model="", family="", status="failed",
                       error=error_text(trial), task=task_of(config["dataset"]))
         self.store.write_failed(config["trial_id"], record)

@@ -56,3 +56,23 @@ def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early
     progress.on_trial_result(0, [stopped], stopped, {"folds_done": 2, "fold_computed": True})
     line = progress.line([stopped])
     assert "folds 2/40" in line and "left" not in line
+
+
+def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
+    # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
+    # hold JSON strings, and results.parquet could no longer be written.
+    from sweeps.progress import StoreKeeper
+    from sweeps.store import ResultStore
+    store = ResultStore(str(tmp_path / "s"))
+    store.create()
+    store.write_part("done", 0, [{"model": "arithmetic", "status": "ok", "rmse": 1.0,
+                                  "plugin_members": "[]"}])
+    config = {"trial_id": "broken", "dataset": "diabetes", "folds": 2, "split": "kfold",
+              "fold": None, "plugin_members": [], "extra": {"role": "ensemble"},
+              "combiners": [], "competitors": [], "lambda2": []}
+    keeper = StoreKeeper(store, resolve=lambda params: params)
+    broken = SimpleNamespace(config=config, get_pickled_error=lambda: RuntimeError("node lost"))
+    keeper.on_trial_error(0, [broken], broken)
+    table = store.consolidate()
+    assert set(table["status"]) == {"ok", "failed"}
+    assert set(table["plugin_members"]) == {"[]"}
