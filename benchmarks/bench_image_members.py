@@ -16,10 +16,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import cli, compare, median, paired_ratio, seconds, table, threads
-from sbfn_dist.image_ensemble import wta_member_loss
+from sbfn_dist.geometry import CrossEntropy
 from sbfn_dist.learners.registry import build_ensemble, build_member, ensemble_archs
 
 N_CLASSES, EPSILON, STEPS = 10, 0.5, 3
+
+
+def wta_member_loss(logits, y, epsilon):
+    """The members' epsilon-WTA cross-entropy objective (what train_cnn differentiates)."""
+    return CrossEntropy().wta_loss(logits, y, epsilon)[0]
 
 
 def synchronised(run, device: torch.device):

@@ -9,7 +9,7 @@ side makes an extra pass over the data.)
 
 import torch
 
-from sbfn_dist.ensemble import MemberConfig, train_members
+from sbfn_dist.members import MLPConfig, train_mlp as train_members
 from sbfn_dist.learners.reference import train_members_looped
 
 from benchmarks.common import cli, compare, median, paired_ratio, regression_data, table, target, threads
@@ -18,8 +18,8 @@ TARGETS = {1: 10.0, 64: 5.0}          # at M = 20
 N_FEATURES, WIDTH, EPSILON = 12, 50, 0.35
 
 def measure(X, y, m: int, b: int, epochs: int, repeats: int, n_threads: int = 1) -> dict:
-    cfg = MemberConfig(n_members=m, width=WIDTH, epsilon=EPSILON, batch_size=b, epochs=epochs)
-    warm = MemberConfig(n_members=m, width=WIDTH, epsilon=EPSILON, batch_size=b, epochs=1)
+    cfg = MLPConfig(n_members=m, width=WIDTH, epsilon=EPSILON, batch_size=b, epochs=epochs)
+    warm = MLPConfig(n_members=m, width=WIDTH, epsilon=EPSILON, batch_size=b, epochs=1)
     with threads(n_threads):
         for fn in (train_members, train_members_looped):       # first calls are slow
             fn(X[:b + 4], y[:b + 4], warm)

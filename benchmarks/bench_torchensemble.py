@@ -2,7 +2,7 @@
 
 Both sides train M = 5 SimpleCNNs with Adam (lr 1e-3), batch 64, for the same epochs on the
 same normalised training images, and are scored on the same test images. Ours: one member stack
-(`train_image_ensemble`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly s-BFN head
+(`sbfn_dist.members.train_cnn`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly s-BFN head
 stepping on every batch), batches sliced from device tensors. Theirs: `VotingClassifier`, M
 independent copies trained one after another, each epoch over a torch DataLoader. Our side runs
 at epsilon = 0.5 (the method) and at epsilon = (M-1)/M, where every delta is 1/M: independent
@@ -22,7 +22,7 @@ from benchmarks.common import cli, compare, median, paired_ratio, table, threads
 from sbfn_dist.combiners.classification import SBFNClassifierHead, probability_average
 from sbfn_dist.data.images import DeviceImages, holdout_splits, load_images
 from sbfn_dist.data.sources import find_optional_file
-from sbfn_dist.image_ensemble import ImageMemberConfig, train_image_ensemble
+from sbfn_dist.members import CNNConfig, train_cnn
 from sbfn_dist.learners.cnn import SimpleCNN
 from sbfn_dist.learners.registry import build_ensemble
 
@@ -49,11 +49,11 @@ def ours(images, epochs: int, epsilon: float, scores: list):
 
     def run():
         seed = next(seeds)
-        cfg = ImageMemberConfig(ensemble="cnn", n_members=M, epsilon=epsilon, epochs=epochs,
-                                batch_size=BATCH, optimizer="adam", lr=LR, seed=seed)
+        cfg = CNNConfig(ensemble="cnn", n_members=M, epsilon=epsilon, epochs=epochs,
+                        batch_size=BATCH, optimizer="adam", lr=LR, seed=seed)
         head = SBFNClassifierHead(M, N_CLASSES, 4 * M, seed=seed)
-        trained = train_image_ensemble(images, N_CLASSES, cfg, [head])
-        probs = torch.softmax(trained.logits(images.test_x), 2)
+        trained = train_cnn(images, N_CLASSES, cfg, [head])
+        probs = trained.predict(images.test_x)
         scores.append({"prob_mean": accuracy(probability_average(probs), images.test_y),
                        "sbfn": accuracy(head.predict_proba_eval(probs), images.test_y)})
     return run

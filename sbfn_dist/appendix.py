@@ -1,30 +1,26 @@
-"""The paper's appendix "Comparison of Basis Function Strategies", in one command.
-
-    python -m sbfn_dist.appendix [--out DIR] [--runs 5] [--m 2 5 10 20 50]
+"""The paper's appendix "Comparison of Basis Function Strategies": its trials and centres.
 
 y = sin(x1) + cos(x2) + noise (data set "sincos": 300 training, 1000 test points), s-BFN least
 squares with K = M Gaussian units per member ("GBF", `sbfn_basis: member`) vs multivariate
-units at k-means centres ("RBF-KMeans", `sbfn_basis: kmeans`), M in {2, 5, 10, 20, 50}, 5 runs
-(run r = seed r: new data, new members). Every trial goes through run_trial; the records go to
-DIR/results.parquet. The units live in the members' output space R^M, so to draw the paper's
-centre figure in the (x1, x2) plane each unit is placed at its receptive-field centre, the
-activation-weighted mean of the training inputs (docs/analysis.md); those of run 0 go to
-DIR/centres.parquet with the training points in DIR/points.parquet. analysis.appendix then
-writes the table and both figures to DIR/report.
+units at k-means centres ("RBF-KMeans", `sbfn_basis: kmeans`), run r = seed r (new data, new
+members). Every trial goes through run_trial. The units live in the members' output space R^M,
+so to draw the paper's centre figure in the (x1, x2) plane each unit is placed at its
+receptive-field centre, the activation-weighted mean of the training inputs (docs/analysis.md).
+The command that runs it and writes the report: `python -m sweeps.appendix`.
 """
-
-import argparse
-import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sbfn_dist.combiners.basis import BASES, make_basis
+from sbfn_dist.combiners.basis import make_basis
+from sbfn_dist.combining import mlp_config
 from sbfn_dist.config import TrialConfig
-from sbfn_dist.data import FoldScaler, load_tabular, make_splits
-from sbfn_dist.ensemble import train_members
-from sbfn_dist.experiment import member_config, run_trial
+from sbfn_dist.data.preprocess import FoldScaler
+from sbfn_dist.data.splits import make_splits
+from sbfn_dist.data.tabular import load_tabular
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.fields import BASES
+from sbfn_dist.members import train_mlp
 from sbfn_dist.runtime import fold_seed
 
 M_VALUES = (2, 5, 10, 20, 50)
@@ -55,8 +51,9 @@ def centres(m: int, run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     train_idx, _ = make_splits(data, "fixed", seed=run)[0]
     X, y = data.X[train_idx], data.y[train_idx]
     scaler = FoldScaler().fit(X, y)
-    members = train_members(scaler.transform_X(X), scaler.transform_y(y), member_config(cfg, 0))
-    D = members.predict(scaler.transform_X(X))
+    members = train_mlp(scaler.transform_X(X), scaler.transform_y(y),
+                        mlp_config(cfg, 0, "squared"))
+    D = members.predict(scaler.transform_X(X)).double().numpy()
     rows = []
     for basis in BASES:
         phi = make_basis(basis, m, fold_seed(run, 0)).fit(D).transform(D)
@@ -66,26 +63,3 @@ def centres(m: int, run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
                   "x2": xy[k, 1], "activation_mass": mass[k]} for k in range(len(mass))]
     points = pd.DataFrame({"run": run, "x1": X[:, 0], "x2": X[:, 1], "y": y})
     return pd.DataFrame(rows), points
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sbfn_dist.appendix", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results") / SWEEP)
-    parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--m", type=int, nargs="+", default=list(M_VALUES))
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    args.out.mkdir(parents=True, exist_ok=True)
-    run_trials(args.m, args.runs).to_parquet(args.out / "results.parquet")
-    found = [centres(m) for m in args.m]
-    pd.concat([c for c, _ in found]).to_parquet(args.out / "centres.parquet")
-    found[0][1].to_parquet(args.out / "points.parquet")
-    from analysis.appendix import write_appendix     # the analysis layer reads only the tables
-    report = write_appendix(args.out)
-    print(f"appendix: {args.runs} runs x M in {args.m} in {time.perf_counter() - start:.0f} s; "
-          f"report in {report}")
-
-
-if __name__ == "__main__":
-    main()

@@ -17,6 +17,7 @@ import pandas as pd
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.summary import comparison_table
+from sbfn_dist.tasks import TASKS
 
 LIST_FIELDS = ("combiners", "competitors", "lambda2")
 
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    metric = "rmse" if records[0]["task"] == "regression" else "accuracy"
+    metric = TASKS[records[0]["task"]].metric
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(comparison_table(records, metric).drop(columns=["label"]).to_string())
     if args.out:

@@ -1,219 +1,152 @@
-"""The trial configuration: every field of one run_trial call, validated up front.
+"""The trial configuration: the settings of one run_trial call that apply to it, each validated.
 
-A bad value raises ConfigError naming the field, the value and what is allowed; unknown
-fields list the known ones. Fields whose sensible default depends on the task (regression on
-tables vs image classification) default to None and are filled from TASK_DEFAULTS, so every
-record shows the value actually used. Regression defaults follow the paper's Table "hyper";
-image defaults follow section "Deep Base Learners" (T = 3, eta_alpha = 0.1) and a CPU-friendly
-training recipe (docs/method.md).
+    cfg = TrialConfig.from_dict({"dataset": "iris", "n_members": 5, "epsilon": 0.35})
+    cfg.epsilon, cfg.task, cfg.to_dict()
+
+What each field allows, its default and where it applies are declared once, in
+`sbfn_dist.fields`. A field that does not apply to the trial (an image setting on a table, a
+step size of a combiner that does not run) is refused with an error naming it and where it does
+apply; reading it from the config raises the same error, so no code can use a setting the trial
+does not have. `to_dict()` holds only the fields that apply, so the records do too.
 """
 
-from dataclasses import asdict, dataclass, field, fields, replace
-
-from sbfn_dist.baselines import COMPETITOR_GRIDS, COMPETITORS
-from sbfn_dist.combiners import CLASSIFICATION_COMBINERS, REGRESSION_COMBINERS
-from sbfn_dist.combiners.basis import BASES
-from sbfn_dist.combiners.classification import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS
-from sbfn_dist.combiners.online import G3_BASES
-from sbfn_dist.data.images import IMAGE_DATASETS
-from sbfn_dist.data.splits import SCHEMES as SPLITS
+from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.image_ensemble import OPTIMIZERS
-from sbfn_dist.learners.mlp import ACTIVATIONS, INIT_SCHEMES
-from sbfn_dist.plugins import PLUGINS
-
-TASK_DEFAULTS = {
-    "regression": {"split": "kfold", "folds": 10, "epsilon": 0.1, "lr": 0.03, "epochs": 10,
-                   "batch_size": 1, "lr_alpha": 0.03, "combiners": REGRESSION_COMBINERS,
-                   "optimizer": "sgd"},
-    "classification": {"split": "holdout", "folds": 5, "epsilon": 0.5, "lr": 1e-3, "epochs": 2,
-                       "batch_size": 128, "lr_alpha": 0.1, "combiners": CLASSIFICATION_COMBINERS,
-                       "optimizer": "adam"},
-}
+from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items
+from sbfn_dist.tasks import STACKED, TASKS, Task
 
 
-def task_of(dataset: str) -> str:
-    return "classification" if dataset in IMAGE_DATASETS else "regression"
-
-REGIMES = ("on_the_fly", "plug_in")
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64")
-
-
-@dataclass(frozen=True)
 class TrialConfig:
-    # data and split
-    dataset: str = "diabetes"
-    target: str | None = None
-    data_dir: str | None = None
-    include_random_vars: bool = False
-    n_samples: int | None = None     # a seeded random subset of rows (quick runs); None = all
-    split: str | None = None         # kfold | holdout | fixed | fixed_train_kfold (task default)
-    folds: int | None = None         # folds, or holdout splits for images (task default)
-    fold: int | None = None          # run one fold only (a sweep's unit of work); None = all
-    test_fraction: float = 0.2
-    seed: int = 0
-    # the M hypotheses (paper, Table "hyper")
-    n_members: int = 5               # M
-    epsilon: float | None = None
-    width: int = 50                  # kappa
-    init_scale: float = 0.1          # chi
-    lambda1: float = 0.0
-    lr: float | None = None          # eta_theta
-    epochs: int | None = None
-    batch_size: int | None = None    # b = 1: Algorithm 1 (online)
-    activation: str = "tanh"
-    init_scheme: str = "scaled_default"
-    # combiners, all fitted on the same trained hypotheses
-    combiners: tuple | None = None
-    lambda2: tuple = (0.0,)          # every value is evaluated on the same hypotheses
-    lr_alpha: float | None = None    # eta_alpha
-    window: int = 100                # k, G2/G3's recent-prediction window
-    online_regime: str = "on_the_fly"
-    sbfn_basis: str = "member"
-    sbfn_intercept: bool = False
-    g3_basis: str = "exp"
-    # plug-in hypotheses: fitted predictors that join the M members as extra columns of D
-    # (paper, "Structured Dataset Formation"; docs/method.md "Heterogeneous plug-in hypotheses")
-    plugin_members: tuple = ()       # names from sbfn_dist.plugins.PLUGINS
-    plugin_folds: int = 5            # inner folds of the out-of-fold training columns
-    # image ensembles (paper, "Multiple Hypothesis Deep Ensembles"); ignored for tables
-    ensemble: str = "mixed"          # mixed (heterogeneous) | cnn | resnet | an architecture
-    optimizer: str | None = None
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    n_train: int | None = None       # member-training images per split (None: the rest)
-    n_val: int | None = None         # held-out images for stacking / temperature (None: 10%)
-    n_test: int | None = None        # test images per split (None: official test-set size)
-    augment: bool | None = None      # None: the data set's default (CIFAR crop + flip)
-    temperature: float = 3.0         # T of the s-BFN classifier
-    sbfn_units_per_member: int = 4   # K = k * M radial units
-    row_norm: str = "layernorm"      # paper: "e.g., LayerNorm"; sum | none (docs/method.md)
-    centre_init: str = "kmeans++"    # s-BFN centre seeding: kmeans++ | random (docs/method.md)
-    head_optimizer: str = "sgd"      # sgd: Algorithm 2's update; adam: see docs/method.md
-    head_epochs: int | None = None   # stacking epochs (None: >= 10 and >= 1000 steps)
-    # competitors (paper: SVM-RBF, random forest, gradient boosting)
-    competitors: tuple = ()
-    competitor_grid: str = "small"
-    # run
-    device: str = "auto"
-    dtype: str = "float32"
-    sweep: str = ""
-    trial_id: str = ""
-    extra: dict = field(default_factory=dict)   # free-form labels carried into every record
+    """Immutable: the resolved values of the fields that apply (fields.py), read as attributes."""
+
+    def __init__(self, values: dict):
+        object.__setattr__(self, "_values", dict(values))
 
     @classmethod
-    def from_dict(cls, config: dict) -> "TrialConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(config) - known)
-        if unknown:
-            raise ConfigError(unknown[0], config[unknown[0]],
-                              f"a known field; known fields: {', '.join(sorted(known))}")
-        cfg = cls(**{k: _normalise(k, v) for k, v in config.items()}).with_task_defaults()
-        cfg.validate()
-        return cfg
+    def from_dict(cls, config: dict, optional=()) -> "TrialConfig":
+        """Validate `config` and fill every applicable default.
 
-    @property
-    def task(self) -> str:
-        return task_of(self.dataset)
+        optional: keys that are dropped, not refused, where they do not apply -- the settings a
+        sweep shares among trials of different kinds (a competitor trial trains no members)."""
+        if isinstance(config, TrialConfig):
+            return config
+        return cls(resolve(config, frozenset(optional)))
 
-    def with_task_defaults(self) -> "TrialConfig":
-        defaults = TASK_DEFAULTS[self.task]
-        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        if name in BY_NAME:
+            raise ConfigError(name, None, f"it does not apply to this trial; it applies to "
+                              f"{BY_NAME[name].where or 'other trials'}")
+        raise AttributeError(f"TrialConfig has no field {name!r}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("TrialConfig is immutable: build a new one with from_dict")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TrialConfig) and self._values == other._values
+
+    def __repr__(self) -> str:
+        return f"TrialConfig({self._values!r})"
+
+    def __reduce__(self):     # pickles as its values (Ray ships configs between processes)
+        return TrialConfig, (self._values,)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Every field that applies, with its value; from_dict(to_dict()) gives the same config."""
+        return dict(self._values)
 
-    def validate(self) -> None:
-        for name, check, allowed in _RULES:
-            value = getattr(self, name)
-            if not check(value):
-                raise ConfigError(name, value, allowed)
-        for name, allowed in _CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(name, getattr(self, name), f"one of {allowed}")
-        known = TASK_DEFAULTS[self.task]["combiners"]
-        bad = [c for c in self.combiners if c not in known]
-        if bad:
-            raise ConfigError("combiners", bad[0], f"{self.task} combiners from {known}")
-        if self.competitors and self.task == "classification":
-            raise ConfigError("competitors", self.competitors, "() for image data sets")
-        bad = [c for c in self.competitors if c not in COMPETITORS]
-        if bad:
-            raise ConfigError("competitors", bad[0], f"names from {tuple(COMPETITORS)}")
-        self._validate_plugins()
-        if self.competitor_grid not in COMPETITOR_GRIDS:
-            raise ConfigError("competitor_grid", self.competitor_grid, f"one of {COMPETITOR_GRIDS}")
-        if not (self.combiners or self.competitors):
-            raise ConfigError("combiners", self.combiners, "at least one combiner or competitor")
-        if self.folds < 2 and self.split in ("kfold", "fixed_train_kfold"):
-            # One holdout split is a valid (cheap) image run; one "fold" of k-fold is not a split.
-            raise ConfigError("folds", self.folds, f"an integer >= 2 for split={self.split} "
-                              "(split=holdout allows 1)")
-        if self.fold is not None and not (0 <= self.fold < self.folds or self.split == "fixed"):
-            raise ConfigError("fold", self.fold, f"an index in [0, {self.folds}) or None for all folds")
+    def has(self, name: str) -> bool:
+        return name in self._values
 
-    def _validate_plugins(self) -> None:
-        if self.plugin_members and self.task == "classification":
-            raise ConfigError("plugin_members", self.plugin_members, "() for image data sets")
-        bad = [p for p in self.plugin_members if p not in PLUGINS]
-        if bad:
-            raise ConfigError("plugin_members", bad[0], f"names from {tuple(PLUGINS)}")
-        if len(set(self.plugin_members)) < len(self.plugin_members):
-            raise ConfigError("plugin_members", self.plugin_members,
-                              "each name at most once (a repeat would be an identical column)")
+    def get(self, name: str, default=None):
+        """The field's value where it applies, else `default` (e.g. no competitors on images)."""
+        return self._values.get(name, default)
+
+    def non_default(self) -> dict:
+        """The fields whose value differs from their default for this trial."""
+        ctx = Ctx(self._values)
+        return {k: v for k, v in self._values.items() if v != BY_NAME[k].default_for(ctx)}
+
+    @property
+    def spec(self) -> Task:
+        return TASKS[self.task]
+
+    @property
+    def data_set(self) -> catalog.DataSet:
+        return catalog.lookup(self.dataset)
+
+    @property
+    def modality(self) -> str:
+        return self.data_set.modality
+
+    def uses_validation(self) -> bool:
+        """Some combiner fits on a validation part held out from the members."""
+        return any(c in STACKED for c in self.combiners)
+
+    def fold_indices(self) -> list:
+        """The folds this trial runs: the one it names, or all of them."""
+        if self.fold is not None:
+            return [self.fold]
+        return [0] if self.split == "fixed" else list(range(self.folds))
 
 
-def _normalise(name: str, value):
-    """Lists become tuples; a single lambda2 becomes a one-element path."""
-    if name in ("combiners", "competitors", "lambda2", "plugin_members"):
-        if isinstance(value, (int, float, str)):
-            value = (value,)
-        return tuple(value)
+def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
+    """The applicable fields of `config`, validated and completed with defaults, in table order."""
+    unknown = sorted(set(config) - set(TRIAL_FIELDS))
+    if unknown:
+        raise ConfigError(unknown[0], config[unknown[0]],
+                          f"a known field; known fields: {', '.join(sorted(TRIAL_FIELDS))}")
+    values: dict = {}
+    ctx = Ctx(values)
+    for f in (f for f in FIELDS if f.trial):
+        given = config.get(f.name) is not None      # None: not set, the default applies
+        if not f.when(ctx):
+            if given and f.name not in optional:
+                raise ConfigError(f.name, config[f.name],
+                                  f"it does not apply to this trial ({_what(ctx)}); it applies "
+                                  f"to {f.where}. Remove it")
+            continue
+        value = _normalise(f, config[f.name]) if given else f.default_for(ctx)
+        if not f.check.ok(value, ctx):
+            raise ConfigError(f.name, value, f.check.text(ctx))
+        values[f.name] = value
+        if f.name == "dataset":
+            catalog.lookup(value)          # an unknown data set lists the known ones
+    _cross_checks(values)
+    return values
+
+
+def _what(ctx: Ctx) -> str:
+    runs = "trains members" if ctx.members else "trains no members"
+    return f"{ctx.modality} {ctx.task} on '{ctx['dataset']}', {runs}"
+
+
+def _normalise(f, value):
+    """A list field takes a list, a tuple or one item; it is stored as a tuple."""
+    if isinstance(f.check, Items):
+        if isinstance(value, (str, int, float)):
+            return (value,)
+        if isinstance(value, (list, tuple)):
+            return tuple(value)
     return value
 
 
-def _is_int(v, lo):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
-
-
-def _is_num(v, lo, hi=float("inf"), lo_open=False):
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-    return ok and (v > lo if lo_open else v >= lo) and v <= hi
-
-
-_RULES = [
-    ("n_members", lambda v: _is_int(v, 1), "an integer M >= 1 (M = 1 is the single-hypothesis model)"),
-    ("epsilon", lambda v: _is_num(v, 0.0, 1.0), "a number in [0, 1]"),
-    ("width", lambda v: _is_int(v, 1), "an integer kappa >= 1"),
-    ("init_scale", lambda v: _is_num(v, 0.0, lo_open=True), "a number chi > 0"),
-    ("lambda1", lambda v: _is_num(v, 0.0), "a number >= 0"),
-    ("lr", lambda v: _is_num(v, 0.0, lo_open=True), "a learning rate > 0"),
-    ("lr_alpha", lambda v: _is_num(v, 0.0, lo_open=True), "a learning rate > 0"),
-    ("epochs", lambda v: _is_int(v, 1), "an integer >= 1"),
-    ("batch_size", lambda v: _is_int(v, 1), "an integer >= 1 (1 = online, Algorithm 1)"),
-    ("folds", lambda v: _is_int(v, 1), "an integer >= 1 (>= 2 for k-fold splits)"),
-    ("seed", lambda v: _is_int(v, 0), "an integer >= 0"),
-    ("window", lambda v: _is_int(v, 2), "an integer >= 2"),
-    ("plugin_folds", lambda v: _is_int(v, 2), "an integer >= 2 (inner folds of the plug-ins)"),
-    ("test_fraction", lambda v: _is_num(v, 0.0, 1.0, lo_open=True) and v < 1, "a number in (0, 1)"),
-    ("temperature", lambda v: _is_num(v, 0.0, lo_open=True), "a temperature T > 0"),
-    ("sbfn_units_per_member", lambda v: _is_int(v, 1), "an integer k >= 1 (K = k * M)"),
-    ("momentum", lambda v: _is_num(v, 0.0, 1.0), "a number in [0, 1]"),
-    ("weight_decay", lambda v: _is_num(v, 0.0), "a number >= 0"),
-    ("n_train", lambda v: v is None or _is_int(v, 10), "None or an integer >= 10"),
-    ("n_val", lambda v: v is None or _is_int(v, 0), "None or an integer >= 0"),
-    ("n_test", lambda v: v is None or _is_int(v, 10), "None or an integer >= 10"),
-    ("head_epochs", lambda v: v is None or _is_int(v, 1), "None or an integer >= 1"),
-    ("lambda2", lambda v: len(v) > 0 and all(_is_num(x, 0.0) for x in v),
-     "one or more numbers >= 0"),
-    ("fold", lambda v: v is None or _is_int(v, 0), "None (all folds) or an integer >= 0"),
-    ("n_samples", lambda v: v is None or _is_int(v, 10), "None (all rows) or an integer >= 10"),
-]
-
-_CHOICES = {
-    "split": SPLITS, "online_regime": REGIMES, "device": DEVICES, "dtype": DTYPES,
-    "activation": ACTIVATIONS, "init_scheme": INIT_SCHEMES, "sbfn_basis": BASES,
-    "g3_basis": G3_BASES, "optimizer": OPTIMIZERS, "row_norm": ROW_NORMS,
-    "head_optimizer": HEAD_OPTIMIZERS, "centre_init": CENTRE_INITS,
-}
+def _cross_checks(v: dict) -> None:
+    data = catalog.lookup(v["dataset"])
+    if not (v.get("combiners") or v.get("competitors")):
+        raise ConfigError("combiners", v.get("combiners"), "at least one combiner or competitor")
+    if v["split"] in ("fixed", "fixed_train_kfold") and not data.fixed_split:
+        with_split = ", ".join(n for n, d in catalog.CATALOG.items() if d.fixed_split)
+        raise ConfigError("split", v["split"], f"kfold or holdout: '{v['dataset']}' has no "
+                          f"published test split (data sets with one: {with_split})")
+    if v["split"] in ("kfold", "fixed_train_kfold") and v["folds"] < 2:
+        # One holdout split is a valid (cheap) run; one "fold" of k-fold is not a split.
+        raise ConfigError("folds", v["folds"], f"an integer >= 2 for split={v['split']} "
+                          "(split=holdout allows 1)")
+    n_folds = 1 if v["split"] == "fixed" else v["folds"]
+    if v["fold"] is not None and v["fold"] >= n_folds:
+        raise ConfigError("fold", v["fold"], f"an index in [0, {n_folds}) or None for all folds")

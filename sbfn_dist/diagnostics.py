@@ -17,6 +17,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from sbfn_dist.geometry import CrossEntropy, SquaredLoss
+from sbfn_dist.records import DIAGNOSTICS
 
 PROB_FLOOR = 1e-12          # probabilities are clipped here before a log (finite NLL)
 
@@ -236,11 +237,8 @@ def flops_per_example(model: torch.nn.Module, example_input) -> float:
 # ----------------------------------------------------------------------------------------------
 # 5. Result-table columns (stable names)
 
-CLASSIFICATION_DIAGNOSTICS = ("bregman_ensemble_loss", "bregman_avg_member_loss",
-                              "bregman_diversity", "bregman_bias", "gibbs_risk", "disagreement",
-                              "mv_risk", "c_bound")
-REGRESSION_DIAGNOSTICS = ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity",
-                          "bregman_bias")
+CLASSIFICATION_DIAGNOSTICS = DIAGNOSTICS["classification"]
+REGRESSION_DIAGNOSTICS = DIAGNOSTICS["regression"]
 
 
 def _bregman_columns(geometry, preds, y) -> dict:

@@ -1,78 +1,158 @@
-"""scikit-learn front end: `SBFNRegressor`, one s-BFN (paper, Algorithm 1) as an estimator.
+"""scikit-learn front ends: SBFNRegressor (tables) and SBFNClassifier (tables and images).
 
-fit trains M epsilon-modulated winner-takes-all members (`sbfn_dist.ensemble`) on
-standardised data and fits a combiner on their predictions D; predict maps new inputs
-through the frozen members and the combiner. Everything is checked at fit time, not in
-__init__, as scikit-learn requires (clone and set_params must never raise).
+    reg = SBFNRegressor(combiner="g2").fit(X, y)        # X (N, d)
+    clf = SBFNClassifier().fit(X, y)                     # X (N, d), (N, H, W) or (N, C, H, W)
+    reg.predict(X_new); clf.predict(X_new); clf.predict_proba(X_new)
+
+fit trains M members together by epsilon-modulated winner-takes-all (sbfn_dist.members: the
+paper's Algorithm 1 on squared loss, Algorithm 2 on cross-entropy) and fits the estimator's one
+combiner on them, as one fold of run_trial would with all of X as its training part; predict
+maps new inputs through the frozen members and that combiner.
+
+Parameters are the config names of sbfn_dist.fields, grouped by concern below (MEMBERS, MLP,
+...): PARAMETERS holds each one's constraint, the field's own, and every default is the fields'
+default for estimators (estimator=True); no other place holds one. They are checked once, at
+fit, as scikit-learn does (__init__ only stores them: clone and set_params must never raise); a
+bad value raises ConfigError naming the parameter, the value and what is allowed. A parameter
+that the combiner or the data kind does not use is ignored (the scikit-learn convention).
 """
 
-import math
-import numbers
+import dataclasses
+import inspect
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (check_array, check_is_fitted, check_X_y, column_or_1d,
+                                      validate_data)
 
-from sbfn_dist.combiners import (ONLINE_VARIANTS, ArithmeticCombiner, OnlineSBFN,
-                                 SBFNLeastSquares, fit_online_grid)
-from sbfn_dist.combiners.basis import BASES
-from sbfn_dist.ensemble import MemberConfig, TrainingDiverged, train_members
-from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.learners.mlp import ACTIVATIONS
+from sbfn_dist.combiners import ArithmeticCombiner, OnlineSBFN, SBFNLeastSquares, fit_online_grid
+from sbfn_dist.combiners.classification import tune_temperature
+from sbfn_dist.combining import combine, fit_stacked_head, make_head
+from sbfn_dist.data.images import DeviceImages
+from sbfn_dist.data.splits import validation_part
+from sbfn_dist.errors import ConfigError, DataError, SbfnError
+from sbfn_dist.fields import Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.learners.cnn import MIN_SIZE
+from sbfn_dist.members import (CNNConfig, MLPConfig, StreamRecorder, TrainingDiverged, train_cnn,
+                               train_mlp)
+from sbfn_dist.runtime import resolve_device
+from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED, TASKS
 
-# Not combiners.REGRESSION_COMBINERS: its "sbfn_ls_linear" is sbfn_ls with intercept=True,
-# linear=True here, which are estimator parameters of their own.
-COMBINERS = ("sbfn_ls", "g1", "g2", "g3", "arithmetic")
-# Smallest integer each field accepts (window >= 2: G2/G3 need a spread over the window).
-INT_MIN = {"n_members": 1, "width": 1, "epochs": 1, "batch_size": 1, "window": 2}
-POSITIVE = ("init_scale", "lr", "lr_alpha")
-NON_NEGATIVE = ("lambda1", "lambda2")
-CHOICES = {"combiner": COMBINERS, "activation": ACTIVATIONS, "basis": BASES}
-BOOLS = ("intercept", "linear")
+# The estimators' parameters, grouped by concern; what each allows and its default are the
+# field's of the same name in sbfn_dist.fields (PARAMETERS, estimator_defaults).
+MEMBERS = ("n_members", "epsilon", "lr", "epochs", "batch_size")
+MLP = ("width", "init_scale", "lambda1", "activation", "init_scheme", "dtype")
+CNN = ("ensemble", "optimizer", "momentum", "weight_decay")
+REGRESSION_COMBINER = ("combiner", "lambda2", "lr_alpha", "window", "sbfn_basis",
+                       "sbfn_intercept", "g3_basis")
+CLASSIFICATION_COMBINER = ("combiner", "lr_alpha", "temperature", "sbfn_units_per_member",
+                           "row_norm", "centre_init", "head_optimizer", "head_epochs",
+                           "val_fraction")
+RUN = ("device", "random_state")
+
+# The classifier offers every classification combiner but base_avg: that one scores each member
+# on its own (the paper's "Base Avg." column) and gives no single prediction.
+COMBINERS = {"regression": TASKS["regression"].combiners,
+             "classification": tuple(c for c in TASKS["classification"].combiners
+                                     if c != "base_avg")}
+MODALITIES = {"regression": ("tabular",), "classification": ("tabular", "image")}
 DIVERGED_RMS = 1e6     # combiner output RMS, in target stds, taken as divergence
-SEED_LIMIT = 2 ** 32  # numpy's range for integer seeds; keeps torch's derived seeds in range
+
+
+def _constraint(name: str):
+    """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
+    is one value here, and the combiner one of COMBINERS of the estimator's task."""
+    if name == "combiner":
+        return OneOf(lambda ctx: COMBINERS[ctx.task])
+    check = field(name).check
+    return check.inner if isinstance(check, Items) else check
+
+
+# What each parameter of either estimator allows, checked once at fit.
+PARAMETERS = {name: _constraint(name) for name in
+              (*MEMBERS, *MLP, *CNN, *REGRESSION_COMBINER, *CLASSIFICATION_COMBINER, *RUN)}
+
+
+def estimator_defaults(task: str) -> dict:
+    """Each parameter's default: the fields' one for estimators, or None where it differs
+    between the data kinds the task's estimator takes (None then means the data kind's own)."""
+    kinds = [defaults(task, m, estimator=True) for m in MODALITIES[task]]
+    return {n: kinds[0][n] if all(k[n] == kinds[0][n] for k in kinds) else None
+            for n in PARAMETERS}
 
 
 class FitDivergedError(SbfnError):
     """Training produced non-finite parameters; the message says which step size to lower."""
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+def _init(task: str, names: tuple):
+    """The __init__ of an estimator taking `names` as keywords, defaults estimator_defaults(task).
+
+    scikit-learn reads the parameters off the signature (get_params, clone), so it is set
+    explicitly; __init__ only stores them, as scikit-learn requires (checks happen at fit)."""
+    task_defaults = estimator_defaults(task)
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=task_defaults[n])
+           for n in names])
+
+    def __init__(self, **params):
+        try:
+            bound = signature.bind(self, **params)
+        except TypeError as err:                    # an unknown name, as Python would say it
+            raise TypeError(f"{type(self).__name__}: {err}") from None
+        bound.apply_defaults()
+        for name in names:
+            setattr(self, name, bound.arguments[name])
+
+    __init__.__signature__ = signature
+    return __init__
 
 
-def _is_real(v) -> bool:
-    return (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-            and math.isfinite(v))
+class _SBFNEstimator(BaseEstimator):
+    _task: str              # "regression" | "classification"
+
+    def _settings(self, modality: str) -> dict:
+        """Every parameter checked against PARAMETERS (once, at fit), numpy scalars made plain
+        and None resolved to the default of the data kind fit sees."""
+        ctx = Ctx({"task": self._task}, estimator=True)
+        task_defaults = estimator_defaults(self._task)
+        kind = defaults(self._task, modality, estimator=True)
+        out = {}
+        for name, value in self.get_params().items():
+            check = PARAMETERS[name]
+            if task_defaults[name] is None and not isinstance(check, Maybe):
+                check = Maybe(check, "the default of the data kind fit sees")
+            if not check.ok(value, ctx):
+                raise ConfigError(name, value, check.text(ctx))
+            value = value.item() if isinstance(value, np.generic) else value
+            out[name] = kind[name] if value is None else value
+        out["seed"] = out["random_state"] or 0      # Maybe's note: None is seed 0
+        return out
+
+    def _train(self, s: dict, train, *args):
+        """The members, by `train` (train_mlp or train_cnn); divergence is a FitDivergedError."""
+        try:
+            return train(*args)
+        except TrainingDiverged as err:
+            hint = "" if getattr(self, "image_shape_", None) else " or init_scale"
+            raise FitDivergedError(f"{type(self).__name__} training diverged ({err}) with "
+                                   f"lr={s['lr']}; try a smaller lr{hint}") from None
+
+    def _scale_x(self, X: np.ndarray) -> np.ndarray:
+        return (X - self.x_mean_) / self.x_scale_
 
 
-def check_params(p: dict) -> None:
-    """Raise ConfigError naming the first field of `p` (get_params()) that is not allowed."""
-    for name, low in INT_MIN.items():
-        if not (_is_int(p[name]) and p[name] >= low):
-            raise ConfigError(name, p[name], f"an integer >= {low}")
-    if not (_is_real(p["epsilon"]) and 0.0 <= p["epsilon"] <= 1.0):
-        raise ConfigError("epsilon", p["epsilon"], "a number in [0, 1] (0 = pure winner-takes-all)")
-    for name in POSITIVE:
-        if not (_is_real(p[name]) and p[name] > 0):
-            raise ConfigError(name, p[name], "a finite number > 0")
-    for name in NON_NEGATIVE:
-        if not (_is_real(p[name]) and p[name] >= 0):
-            raise ConfigError(name, p[name], "a finite number >= 0")
-    for name, allowed in CHOICES.items():
-        if not (isinstance(p[name], str) and p[name] in allowed):
-            raise ConfigError(name, p[name], f"one of {allowed}")
-    for name in BOOLS:
-        if not isinstance(p[name], (bool, np.bool_)):
-            raise ConfigError(name, p[name], "True or False")
-    seed = p["random_state"]
-    if not (seed is None or (_is_int(seed) and 0 <= seed < SEED_LIMIT)):
-        raise ConfigError("random_state", seed, f"None or an integer in [0, {SEED_LIMIT})")
-    try:
-        torch.device(p["device"])
-    except (RuntimeError, TypeError) as err:
-        raise ConfigError("device", p["device"], "a torch device string such as 'cpu' or 'cuda'") from err
+def _config(cls, s: dict, **fixed):
+    """A member config (MLPConfig, CNNConfig) from the settings its fields name."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{**{k: v for k, v in s.items() if k in names}, **fixed})
+
+
+def _mlp_config(s: dict, geometry: str) -> MLPConfig:
+    return _config(MLPConfig, s, device=resolve_device(s["device"]), geometry=geometry)
 
 
 def _moments(a: np.ndarray):
@@ -82,6 +162,7 @@ def _moments(a: np.ndarray):
     return mean, np.where(constant, 1.0, std)
 
 
+# ------------------------------------------------------------------------- regression
 def _single_target(y: np.ndarray) -> np.ndarray:
     """y from validate_data(multi_output=True): refuse several targets with a clear message;
     a (n, 1) column is raveled with sklearn's usual DataConversionWarning."""
@@ -91,99 +172,75 @@ def _single_target(y: np.ndarray) -> np.ndarray:
     return column_or_1d(y, warn=True)
 
 
-class SBFNRegressor(RegressorMixin, BaseEstimator):
-    """Structured Basis Function Network regressor (multi-hypothesis ensemble + combiner).
+def _regression_combiner(s: dict):
+    name = s["combiner"]
+    if name in CLOSED_FORM:
+        linear = name == "sbfn_ls_linear"        # always with an intercept (sbfn_dist.tasks)
+        return SBFNLeastSquares(s["lambda2"], s["sbfn_basis"], None,
+                                linear or s["sbfn_intercept"], linear, s["seed"])
+    if name in ITERATIVE:
+        return OnlineSBFN(name, s["lambda2"], s["lr_alpha"], s["window"], s["g3_basis"],
+                          seed=s["seed"])
+    return ArithmeticCombiner()
 
-    Members: `n_members` two-layer MLPs (`width` units, `activation`) trained together by
-    epsilon-modulated winner-takes-all SGD (`epsilon`, `lr`, `epochs`, `batch_size`,
-    `init_scale` = chi, `lambda1` = L1 penalty). Combiner, fitted on the members' predictions:
-      "sbfn_ls"    closed-form ridge s-BFN (`lambda2`, `basis`, `intercept`, `linear`);
-      "g1"/"g2"/"g3" iterative s-BFN fitted on the members' training-time prediction stream
-                   (on-the-fly regime; `lambda2`, `lr_alpha`, `window`);
-      "arithmetic" the mean of the members.
-    Parameters a combiner does not use are ignored by it.
 
-    `init_scale` defaults to 1.0 (chi; the paper's grid is 1e-4 .. 1): with chi = 0.1, two
-    hidden layers and mini-batch gradients the members hardly move in 20 epochs (they score
-    R^2 < 0.5 on scikit-learn's linear check problem), while chi = 1.0 trains them.
+def _numpy(d: torch.Tensor) -> np.ndarray:
+    return d.double().cpu().numpy()
 
-    X and y are standardised inside fit (constant columns are centred only), so the step
-    sizes mean the same on any data scale. `random_state=None` means seed 0: fits are
-    deterministic unless a seed is given. Members run in float64 so predictions do not depend
-    on how rows are batched (scikit-learn checks this to 1e-7).
 
-    Fitted attributes: `members_` (TrainedMembers; its recorded stream is dropped after the
-    combiner is fitted, to keep the estimator small), `combiner_`, `x_mean_`, `x_scale_`,
-    `y_mean_`, `y_scale_`, `n_features_in_` (and `feature_names_in_` for named columns).
+class SBFNRegressor(RegressorMixin, _SBFNEstimator):
+    """Structured Basis Function Network regressor: M members and one s-BFN combiner.
+
+    X and y are standardised inside fit (constant columns are centred only), so the step sizes
+    mean the same on any data scale. Members: `n_members` two-layer MLPs (`width`, `activation`,
+    `init_scale` = chi, `init_scheme`, `dtype`) trained together by epsilon-modulated
+    winner-takes-all SGD (`epsilon`, `lr` = eta_theta, `epochs`, `batch_size`, `lambda1`):
+    the paper's Algorithm 1, in mini-batches of `batch_size`. Combiner, fitted on them:
+      "sbfn_ls_linear" closed-form ridge s-BFN (Eq. "weights"; `lambda2`, `sbfn_basis`) with an
+                       intercept and the raw member outputs as extra features (docs/method.md);
+      "sbfn_ls"        the same without the extra features (`sbfn_intercept`: add an intercept);
+      "g1", "g2", "g3" iterative s-BFN (Table "s-BFN variants") on the members' training-time
+                       prediction stream, Algorithm 1's on-the-fly regime (`lambda2`,
+                       `lr_alpha` = eta_alpha, `window` for g2/g3, `g3_basis` for g3);
+      "arithmetic"     the members' mean.
+    Parameters the combiner does not use are ignored.
+
+    Defaults: sbfn_dist.fields, estimator=True, which gives the reasons where they differ from
+    a trial's: mini-batches and chi = 1 so that fit takes seconds; dtype float64 so that
+    predictions do not depend on how rows are batched (scikit-learn checks this to 1e-7).
+    `random_state=None` means seed 0: fits are deterministic unless a seed is given.
+    `device`: "cpu", "cuda" or "auto" (CUDA when present).
+
+    Fitted attributes: `members_` (sbfn_dist.members.TrainedMembers), `combiner_`, `x_mean_`,
+    `x_scale_`, `y_mean_`, `y_scale_`, `n_features_in_` (and `feature_names_in_` for named
+    columns).
     """
 
-    def __init__(self, n_members=5, epsilon=0.1, width=50, init_scale=1.0, lambda1=0.0,
-                 lr=0.03, epochs=20, batch_size=16, activation="tanh", combiner="sbfn_ls",
-                 lambda2=1e-3, lr_alpha=0.03, window=100, basis="member", intercept=True,
-                 linear=True, random_state=None, device="cpu"):
-        self.n_members = n_members
-        self.epsilon = epsilon
-        self.width = width
-        self.init_scale = init_scale
-        self.lambda1 = lambda1
-        self.lr = lr
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.activation = activation
-        self.combiner = combiner
-        self.lambda2 = lambda2
-        self.lr_alpha = lr_alpha
-        self.window = window
-        self.basis = basis
-        self.intercept = intercept
-        self.linear = linear
-        self.random_state = random_state
-        self.device = device
+    _task = "regression"
 
-    def _seed(self) -> int:
-        return 0 if self.random_state is None else int(self.random_state)
-
-    def _member_config(self) -> MemberConfig:
-        return MemberConfig(n_members=self.n_members, epsilon=float(self.epsilon),
-                            width=self.width, init_scale=float(self.init_scale),
-                            lambda1=float(self.lambda1), lr=float(self.lr), epochs=self.epochs,
-                            batch_size=self.batch_size, activation=self.activation,
-                            seed=self._seed(), device=self.device, dtype="float64")
-
-    def _make_combiner(self):
-        if self.combiner == "sbfn_ls":
-            return SBFNLeastSquares(self.lambda2, self.basis, None, self.intercept, self.linear,
-                                    self._seed())
-        if self.combiner == "arithmetic":
-            return ArithmeticCombiner()
-        return OnlineSBFN(self.combiner, self.lambda2, self.lr_alpha, self.window, seed=self._seed())
+    __init__ = _init("regression", (*MEMBERS, *MLP, *REGRESSION_COMBINER, *RUN))
 
     def fit(self, X, y):
-        check_params(self.get_params())
+        s = self._settings("tabular")
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
         y = _single_target(y)
         self.x_mean_, self.x_scale_ = _moments(X)
         y_mean, y_scale = _moments(y.reshape(-1, 1))
         self.y_mean_, self.y_scale_ = float(y_mean[0]), float(y_scale[0])
         Xs, ys = self._scale_x(X), (y - self.y_mean_) / self.y_scale_
-        online = self.combiner in ONLINE_VARIANTS
-        try:
-            members = train_members(Xs, ys, self._member_config(), record_stream=online)
-        except TrainingDiverged as err:
-            raise FitDivergedError(
-                f"SBFNRegressor training diverged ({err}) with lr={self.lr}, "
-                f"init_scale={self.init_scale}; try a smaller lr or init_scale") from None
-        self.combiner_ = self._fit_combiner(members, Xs, ys)
-        # The stream is only needed to fit G1/G2/G3; keeping it would make the
-        # estimator (and every pickle of it) epochs * N * M floats larger.
-        members.stream_z = members.stream_y = None
+        # G1/G2/G3 replay the members' training-time predictions (sbfn_dist.members).
+        stream = (StreamRecorder(s["epochs"] * len(ys), s["n_members"], getattr(torch, s["dtype"]))
+                  if s["combiner"] in ITERATIVE else None)
+        members = self._train(s, train_mlp, Xs, ys, _mlp_config(s, "squared"), 1,
+                              [stream] if stream else [])
+        self.combiner_ = self._fit_combiner(s, _numpy(members.predict(Xs)), ys, stream)
         self.members_ = members
         return self
 
-    def _fit_combiner(self, members, Xs, ys):
-        comb, D = self._make_combiner(), members.predict(Xs)
-        if isinstance(comb, OnlineSBFN):
-            fit_online_grid(members.stream_z, members.stream_y, members.batch_size, [comb])
+    def _fit_combiner(self, s: dict, D: np.ndarray, ys: np.ndarray, stream):
+        comb = _regression_combiner(s)
+        if stream is not None:
+            fit_online_grid(*stream.arrays(), s["batch_size"], [comb])
         else:
             comb.fit(D, ys)
         # The alpha recursion runs with overflow warnings off, so a too-large lr_alpha
@@ -192,20 +249,16 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
         with np.errstate(over="ignore", invalid="ignore"):
             rms = np.sqrt(np.mean(comb.predict(D) ** 2))
         if not rms < DIVERGED_RMS:
-            fix = (f"a smaller lr_alpha (now {self.lr_alpha}) or" if self.combiner in ONLINE_VARIANTS
-                   else "")
+            fix = f"a smaller lr_alpha (now {s['lr_alpha']}) or" if stream is not None else ""
             raise FitDivergedError(
-                f"SBFNRegressor combiner '{self.combiner}' diverged (training predictions reach "
-                f"{rms:.3g} target stds); try {fix} a larger lambda2 (now {self.lambda2})")
+                f"SBFNRegressor combiner '{s['combiner']}' diverged (training predictions reach "
+                f"{rms:.3g} target stds); try {fix} a larger lambda2 (now {s['lambda2']})")
         return comb
-
-    def _scale_x(self, X: np.ndarray) -> np.ndarray:
-        return (X - self.x_mean_) / self.x_scale_
 
     def _scaled_members(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return self.members_.predict(self._scale_x(X))
+        return _numpy(self.members_.predict(self._scale_x(X)))
 
     def predict(self, X) -> np.ndarray:
         """Combined prediction, shape (N,), in the units of y."""
@@ -215,3 +268,174 @@ class SBFNRegressor(RegressorMixin, BaseEstimator):
     def predict_members(self, X) -> np.ndarray:
         """Each member's prediction (the structured dataset D), shape (N, M), in the units of y."""
         return self._scaled_members(X) * self.y_scale_ + self.y_mean_
+
+
+# ------------------------------------------------------------------------- classification
+@dataclasses.dataclass
+class _TensorImages:
+    """The training-tensor view train_cnn needs; batching is DeviceImages' (no augmentation)."""
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    device: str
+    augment: bool = False
+    batches = DeviceImages.batches
+
+
+def _channel_moments(X: np.ndarray):
+    """Per-channel pixel mean and std of float32 images (N, C, H, W); + 1e-8 keeps a constant
+    channel finite."""
+    return X.mean(axis=(0, 2, 3), keepdims=True), X.std(axis=(0, 2, 3), keepdims=True) + 1e-8
+
+
+def _is_images(X) -> bool:
+    """(N, H, W) or (N, C, H, W); anything else goes to validate_data as a table."""
+    return (X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim) in (3, 4)
+
+
+def _as_images(X: np.ndarray) -> np.ndarray:
+    return X[:, None] if X.ndim == 3 else X
+
+
+def _head(name: str, s: dict, n_classes: int, device):
+    return make_head(name, s.get, n_classes, s["seed"], device)
+
+
+def _held_out(codes: np.ndarray, s: dict):
+    """(member rows, held-out rows): a stratified, seeded `val_fraction` for stacked combiners."""
+    rows = np.arange(len(codes))
+    if s["combiner"] not in STACKED:
+        return rows, rows[:0]
+    return validation_part(codes, rows, s["val_fraction"], s["seed"])
+
+
+class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
+    """Structured Basis Function Network classifier: M members and one combiner of their class
+    probabilities.
+
+    The data kind is read from X's shape at fit:
+      tables (N, d): `n_members` two-layer MLPs (`width`, `activation`, `init_scale` = chi,
+        `init_scheme`, `lambda1`, `dtype`) trained together by epsilon-modulated
+        winner-takes-all cross-entropy with mini-batch SGD: the paper's Algorithm 2 on MLPs.
+        X is standardised per column (constant columns are centred only).
+      images (N, H, W) or (N, C, H, W), H, W >= 4: `n_members` CNNs (`ensemble`: an
+        architecture or a mix, "Deep Base Learners"; `optimizer`, `momentum` for sgd,
+        `weight_decay`) trained by Algorithm 2 without augmentation. Pixels are standardised
+        per channel; predict refuses images of another shape.
+    Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs and batch_size
+    None (the default) means the default of sbfn_dist.fields for the data kind fit sees
+    (`fields.defaults("classification", "image", estimator=True)` for images).
+
+    combiner (Table "Ensemble variants"):
+      "sbfn"         the s-BFN head, trained on-the-fly: one step per member batch (Algorithm 2;
+                     `temperature` T, `sbfn_units_per_member`, `row_norm`, `centre_init`,
+                     `lr_alpha` = eta_alpha, `head_optimizer`);
+      "moe"          a Mixture-of-Experts gate, on-the-fly (`lr_alpha`, `head_optimizer`);
+      "sbfn_stacked", "moe_stacked"  the same heads fitted after the members on a stratified
+                     `val_fraction` of the rows, held out from the members (`head_epochs`;
+                     None: at least 10 epochs and 1000 steps);
+      "logit_mean"   logit averaging (the paper's "Mean"); "logit_mean_tuned" the same with a
+                     temperature tuned on the held-out part; "prob_mean" probability averaging.
+    Parameters the combiner or the data kind does not use are ignored.
+
+    Heads train in float32 (as in run_trial) and then run in the members' dtype. On tables with
+    dtype float64 (the default) that makes predictions independent of how rows are batched
+    (scikit-learn checks this to 1e-7): torch.cdist in the s-BFN head takes a matrix-product
+    path above 25 rows, whose float32 distances differ from the row-by-row ones by ~1e-6.
+    `random_state=None` means seed 0. `device`: "cpu", "cuda" or "auto".
+
+    Fitted attributes: `classes_`, `members_` (sbfn_dist.members.TrainedMembers), `combiner_`
+    (a head module, a tuned temperature, or a fixed rule's name), `x_mean_`, `x_scale_`,
+    `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for images).
+    """
+
+    _task = "classification"
+
+    __init__ = _init("classification",
+                     (*MEMBERS, *MLP, *CNN, *CLASSIFICATION_COMBINER, *RUN))
+
+    def fit(self, X, y):
+        images = _is_images(X)
+        s = self._settings("image" if images else "tabular")
+        X, y = self._fit_input(X, y, images)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise DataError(f"SBFNClassifier needs at least two classes in y, got one class "
+                            f"({self.classes_[0]!r})")
+        self.x_mean_, self.x_scale_ = _channel_moments(X) if images else _moments(X)
+        x = self._scale_x(X)
+        rows, held_out = _held_out(codes, s)
+        device = resolve_device(s["device"])
+        head = (_head(s["combiner"], s, len(self.classes_), device)
+                if s["combiner"] in ON_THE_FLY_HEADS else None)
+        members = self._train_members(x[rows], codes[rows], s, [head] if head else [])
+        combiner = head or self._fit_stacked(s, members, x[held_out], codes[held_out])
+        # Heads run in the members' dtype: float64 on tables makes predictions batch-invariant.
+        dtype = torch.float32 if images else getattr(torch, s["dtype"])
+        self.combiner_ = combiner.to(dtype) if isinstance(combiner, torch.nn.Module) else combiner
+        self.members_ = members
+        return self
+
+    def _fit_input(self, X, y, images: bool):
+        """Validated (X, y): tables by validate_data; images as float32 (N, C, H, W)."""
+        if not images:
+            self.image_shape_ = None
+            return validate_data(self, X, y)
+        X, y = check_X_y(X, y, allow_nd=True, dtype=np.float32)
+        X = _as_images(X)
+        if min(X.shape[2:]) < MIN_SIZE:
+            raise DataError(f"SBFNClassifier needs images of at least {MIN_SIZE}x{MIN_SIZE} "
+                            f"pixels, got an array of shape {X.shape}")
+        self.image_shape_ = X.shape[1:]
+        self.n_features_in_ = int(np.prod(self.image_shape_))
+        return X, y
+
+    def _train_members(self, x: np.ndarray, codes: np.ndarray, s: dict, observers):
+        n_classes = len(self.classes_)
+        if self.image_shape_ is None:
+            return self._train(s, train_mlp, x, codes, _mlp_config(s, "cross_entropy"),
+                               n_classes, observers)
+        device = resolve_device(s["device"])
+        images = _TensorImages(torch.as_tensor(x, device=device),
+                               torch.as_tensor(codes, device=device), device)
+        return self._train(s, train_cnn, images, n_classes, _config(CNNConfig, s), observers)
+
+    def _fit_stacked(self, s: dict, members, x_val: np.ndarray, y_val: np.ndarray):
+        """A stacked combiner fitted on the held-out rows' member outputs; a fixed rule's name
+        (no fit) for the others."""
+        name = s["combiner"]
+        if name not in STACKED:
+            return name
+        logits = members.scores(self._member_input(x_val, members))
+        y = torch.as_tensor(y_val, device=logits.device)
+        if name == "logit_mean_tuned":
+            return tune_temperature(logits, y)
+        return fit_stacked_head(name, s.get, torch.softmax(logits, 2).float(), y, s["seed"])
+
+    def _member_input(self, x: np.ndarray, members):
+        """Images go to the members' device as a tensor; TrainedMembers converts tables itself."""
+        if self.image_shape_ is None:
+            return x
+        return torch.as_tensor(x, device=next(members.model.parameters()).device)
+
+    def _predict_input(self, X) -> np.ndarray:
+        if self.image_shape_ is None:
+            return validate_data(self, X, reset=False)
+        X = _as_images(check_array(X, allow_nd=True, dtype=np.float32))
+        if X.shape[1:] != self.image_shape_:
+            raise DataError(f"SBFNClassifier was fitted on images of shape (C, H, W) = "
+                            f"{self.image_shape_}, got an array of shape {X.shape}: resize or "
+                            "crop them to the training size")
+        return X
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape (N, n_classes), columns in the order of classes_."""
+        check_is_fitted(self)
+        x = self._scale_x(self._predict_input(X))
+        logits = self.members_.scores(self._member_input(x, self.members_))
+        return combine(self.combiner_, logits, torch.softmax(logits, 2)).cpu().numpy()
+
+    def predict(self, X) -> np.ndarray:
+        proba = self.predict_proba(X)   # first: it raises NotFittedError before classes_ is read
+        return self.classes_[proba.argmax(1)]
+

@@ -10,11 +10,24 @@ CrossEntropy dispatches its logs and softmax on the array type).
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
+from sbfn_dist.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
 
 
-class SquaredLoss:
+class _MemberTraining:
+    """The epsilon-WTA objective of the members, for autograd (CNN members, the reference
+    trainer): sum_j (1/b) sum_i delta_ij l(z_ij, y_i), delta from the detached losses."""
+
+    def wta_loss(self, z, y, epsilon: float):
+        """The objective and the detached per-sample member losses (b, M)."""
+        losses = self.score_loss(z, y)
+        delta = wta_weights(losses.detach(), epsilon)
+        return (delta * losses).mean(0).sum(), losses.detach()
+
+
+class SquaredLoss(_MemberTraining):
     """Euclidean geometry: generator phi(u) = u^2, Bregman divergence (p - q)^2, identity link."""
 
     name = "squared"
@@ -42,8 +55,31 @@ class SquaredLoss:
         w = weights.reshape(shape)
         return (preds * w).sum(member_axis) / w.sum()
 
+    # --- member training (paper, Eqs. "predparam2" and "equatruedelta"); scores z are the
+    # members' outputs in link space, shape (b, M, d): here the predictions themselves, d = 1.
 
-class CrossEntropy:
+    def structured(self, z):
+        """The structured dataset D from member scores: the predictions, (N, M, 1) -> (N, M)."""
+        return z[..., 0]
+
+    def wta_gradient(self, z, y, epsilon: float, loss_sum=None):
+        """d/dz of mean_i sum_j delta_ij (z_ij - y_i)^2, delta from the detached losses.
+
+        loss_sum, if given, accumulates each member's summed loss (the epoch's running
+        training error, read off the losses this step computes anyway)."""
+        r = z[..., 0] - y.unsqueeze(1)
+        sq = r * r
+        if loss_sum is not None:
+            loss_sum.add_(sq.sum(0))
+        delta = wta_weights(sq, epsilon)
+        return delta.mul_(r).mul_(2.0 / len(y)).unsqueeze(-1)
+
+    def score_loss(self, z, y):
+        """(z_ij - y_i)^2 for member scores z (b, M, 1): (b, M)."""
+        return (z[..., 0] - y.unsqueeze(1)) ** 2
+
+
+class CrossEntropy(_MemberTraining):
     """Simplex geometry: generator phi(p) = sum_c p_c log p_c (negative entropy).
 
     Bregman divergence on the simplex: B(p, q) = sum_c p_c log(p_c / q_c) = KL(p || q).
@@ -100,6 +136,30 @@ class CrossEntropy:
     def centroid(self, probs, weights=None, member_axis: int = 1):
         """softmax(sum_j w_j log p_j / sum_j w_j) = argmin_z sum_j w_j KL(z || p_j) (class doc)."""
         return _softmax(SquaredLoss().centroid(self._log(probs), weights, member_axis))
+
+    # --- member training (Algorithm 2); scores z are the members' logits, shape (b, M, C).
+
+    def structured(self, z):
+        """The structured dataset D from member logits: each member's probabilities (N, M, C)."""
+        return torch.softmax(z, dim=-1)
+
+    def wta_gradient(self, z, y, epsilon: float, loss_sum=None):
+        """d/dz of mean_i sum_j delta_ij CE(z_ij, y_i) = delta_ij (softmax(z_ij) - e_y) / b."""
+        logp = torch.log_softmax(z, dim=-1)
+        ce = -logp.gather(-1, y.view(-1, 1, 1).expand(-1, z.shape[1], 1)).squeeze(-1)
+        if loss_sum is not None:
+            loss_sum.add_(ce.sum(0))
+        delta = wta_weights(ce, epsilon)
+        grad = logp.exp_()
+        grad.scatter_add_(-1, y.view(-1, 1, 1).expand(-1, z.shape[1], 1),
+                          torch.full_like(ce, -1.0).unsqueeze(-1))
+        return grad.mul_(delta.unsqueeze(-1)).div_(len(y))
+
+    def score_loss(self, z, y):
+        """CE(z_ij, y_i) for member logits z (b, M, C): (b, M)."""
+        b, m, c = z.shape
+        return F.cross_entropy(z.reshape(b * m, c), y.repeat_interleave(m),
+                               reduction="none").view(b, m)
 
 
 def _softmax(z):

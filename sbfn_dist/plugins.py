@@ -17,9 +17,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_predict
 
-from sbfn_dist.baselines import COMPETITORS, build_competitor, competitor_configs
+from sbfn_dist.competitors import COMPETITORS, build_competitor, competitor_configs
 from sbfn_dist.data.splits import kfold_splits
-from sbfn_dist.ensemble import MemberConfig, epoch_order
+from sbfn_dist.members import MLPConfig, epoch_order
 
 # One fixed setting per plug-in: the competitors' "default" setting (docs/method.md), so a
 # plug-in column is the same model as the competitor row of the same trial.
@@ -34,7 +34,7 @@ class PluginColumns:
     fit_seconds: float       # inner-fold fits + refits
     eval_seconds: float      # test predictions
 
-    def stream(self, cfg: MemberConfig) -> np.ndarray:
+    def stream(self, cfg: MLPConfig) -> np.ndarray:
         """The training columns in the members' visit order, epoch after epoch: the rows that
         sit beside the recorded on-the-fly stream (a plug-in is a frozen hypothesis there)."""
         n = len(self.train)
@@ -46,7 +46,8 @@ def fit_plugins(names, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndar
                 folds: int, seed: int) -> PluginColumns:
     """Out-of-fold training columns and refit test columns for every named plug-in."""
     train_cols, test_cols, fit_s, eval_s = [], [], 0.0, 0.0
-    inner = kfold_splits(len(y_train), folds, seed)   # the same inner folds for every plug-in
+    # the same inner folds for every plug-in
+    inner = kfold_splits(len(y_train), folds, seed) if names else []
     for name in names:
         model = build_competitor(name, PLUGINS[name], seed)
         start = time.perf_counter()

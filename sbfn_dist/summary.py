@@ -7,25 +7,8 @@ full analysis (quartiles, intervals, tests) lives in the analysis layer.
 
 import pandas as pd
 
-# The sweeps' M = 1 reference trial: reported as its own model, never an M setting of "arithmetic".
-REFERENCE_MODEL = "single_network_M1"
-
-LABELS = {
-    "sbfn_ls": "s-BFN least squares (paper features)",
-    "sbfn_ls_linear": "s-BFN least squares (+ intercept, raw outputs)",
-    "g1": "s-BFN iterative G1", "g2": "s-BFN iterative G2", "g3": "s-BFN iterative G3",
-    "arithmetic": "arithmetic combiner (MHP mean)",
-    "sbfn": "s-BFN classifier (on-the-fly, Algorithm 2)",
-    "sbfn_stacked": "s-BFN classifier (stacked on validation)",
-    "moe": "Mixture-of-Experts (on-the-fly)", "moe_stacked": "Mixture-of-Experts (stacked)",
-    "logit_mean": "Mean (logit averaging)", "logit_mean_tuned": "Mean, temperature tuned",
-    "prob_mean": "probability averaging", "base_avg": "Base Avg. (mean member score)",
-    REFERENCE_MODEL: "single network (M = 1 reference)",
-    "svm_rbf": "SVM-RBF", "random_forest": "random forest", "gradient_boosting": "gradient boosting",
-}
-
-
-HIGHER_IS_BETTER = ("accuracy", "r2")
+from sbfn_dist.records import model_label
+from sbfn_dist.tasks import HIGHER_IS_BETTER
 
 
 def comparison_table(records: list[dict], metric: str = "rmse",
@@ -52,6 +35,6 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     # Outer join: a model whose every row diverged still gets a line (mean NaN, not_ok > 0).
     table = (best.set_index("model").join(settings).join(failed, how="outer")
              .fillna({"not_ok": 0, "settings": 0}).sort_values("mean", ascending=sign > 0))
-    table.insert(0, "label", [LABELS.get(m, m) for m in table.index])
+    table.insert(0, "label", [model_label(m) for m in table.index])
     return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
                                  "count": "folds", "model_params": "best_setting"})

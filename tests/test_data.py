@@ -13,7 +13,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from sbfn_dist.data import FoldScaler, KNOWN_TABULAR, kfold_splits, load_tabular, make_splits
+from sbfn_dist.data.preprocess import FoldScaler
+from sbfn_dist.data.splits import kfold_splits, make_splits
+from sbfn_dist.data.tabular import KNOWN_TABULAR, load_tabular
 from sbfn_dist.data import sources
 from sbfn_dist.data.splits import fixed_split, holdout_splits
 from sbfn_dist.errors import ConfigError, DataError
@@ -290,3 +292,48 @@ def test_fold_scaler_imputes_with_training_medians():
 def test_fold_scaler_rejects_constant_target():
     with pytest.raises(DataError, match="training target is constant"):
         FoldScaler().fit(np.ones((3, 1)), np.array([2.0, 2.0, 2.0]))
+
+
+# ---------------------------------------------------------------- classification tables
+
+@pytest.mark.parametrize("name,shape,n_classes", [("breast_cancer", (569, 30), 2),
+                                                  ("wine", (178, 13), 3), ("iris", (150, 4), 3)])
+def test_bundled_classification_sets_load_offline_with_class_codes(name, shape, n_classes):
+    data = load_tabular(name)
+    assert data.X.shape == shape and data.y.dtype == np.int64 and len(data.classes) == n_classes
+    assert set(data.y) == set(range(n_classes))
+
+
+def test_stratified_folds_keep_every_class_share():
+    data = load_tabular("wine")
+    shares = np.bincount(data.y) / len(data.y)
+    for train, test in make_splits(data, "kfold", folds=5, seed=0):
+        assert np.abs(np.bincount(data.y[test], minlength=3) / len(test) - shares).max() < 0.05
+        assert np.intersect1d(train, test).size == 0
+    holdout = make_splits(data, "holdout", folds=2, seed=0, test_fraction=0.3)
+    assert all(set(data.y[test]) == {0, 1, 2} for _, test in holdout)
+
+
+def test_stratified_folds_need_enough_rows_of_every_class():
+    data = load_tabular("iris", n_samples=20, seed=0)
+    with pytest.raises(DataError, match="a class has only .* rows, fewer than the 10 folds"):
+        make_splits(data, "kfold", folds=10)
+
+
+def test_csv_class_labels_become_codes_in_sorted_order(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("x,kind\n1,b\n2,a\n3,b\n4,\n5,c\n")
+    data = load_tabular(f"csv:{path}", target="kind", task="classification")
+    assert data.classes == ("a", "b", "c") and data.y.tolist() == [1, 0, 1, 2]
+    assert "dropped 1 rows with missing target" in data.notes
+    path.write_text("x,kind\n1,b\n2,b\n")
+    with pytest.raises(DataError, match="one class"):
+        load_tabular(f"csv:{path}", target="kind", task="classification")
+
+
+def test_fold_scaler_of_features_only_keeps_class_targets_unscaled():
+    X = np.array([[1.0, 5.0], [3.0, 5.0], [np.nan, 8.0]])
+    scaler = FoldScaler().fit(X)
+    assert np.allclose(scaler.transform_X(X).mean(0), 0)
+    with pytest.raises(RuntimeError, match="no target statistics"):
+        scaler.inverse_y(np.zeros(2))

@@ -1,23 +1,54 @@
-"""Specification of sbfn_dist.estimators.SBFNRegressor: a scikit-learn regressor for one s-BFN."""
+"""Specification of sbfn_dist.estimators: SBFNRegressor (tables) and SBFNClassifier (tables and
+images) as scikit-learn estimators. Learning is judged against the trivial predictor on the same
+held-out rows (the training mean, the majority class), by a stated margin."""
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import r2_score
-from sklearn.model_selection import cross_val_score
+from sklearn.model_selection import cross_val_score, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sbfn_dist.errors import ConfigError
-from sbfn_dist.estimators import COMBINERS, FitDivergedError, SBFNRegressor
+from sbfn_dist import SBFNClassifier, SBFNRegressor
+from sbfn_dist.errors import ConfigError, DataError
+from sbfn_dist.estimators import COMBINERS, PARAMETERS, FitDivergedError
+from sbfn_dist.fields import defaults
 
 FAST = dict(epochs=5, n_members=3, width=16)
+# 20 epochs: the on-the-fly s-BFN head then passes check_classifiers_train (accuracy > 0.83) with
+# room to spare (10 passes too); the defaults (50) pass as well, in 40 s instead of 8.
+FAST_CLF = dict(epochs=20, n_members=3, width=16)
+CNN = dict(ensemble="cnn", n_members=3, epochs=4, batch_size=64)
 
 
-@parametrize_with_checks([SBFNRegressor(**FAST)])
+@parametrize_with_checks([SBFNRegressor(**FAST), SBFNClassifier(**FAST_CLF)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def held_out(X, y, stratify=True):
+    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y if stratify else None)
+
+
+# ------------------------------------------------------------------------- parameters
+def test_every_default_is_the_fields_one_and_none_where_the_data_kind_decides():
+    reg = defaults("regression", "tabular", estimator=True)
+    assert SBFNRegressor().get_params() == {n: reg[n] for n in SBFNRegressor().get_params()}
+    tables = defaults("classification", "tabular", estimator=True)
+    images = defaults("classification", "image", estimator=True)
+    for name, value in SBFNClassifier().get_params().items():
+        assert value == (tables[name] if tables[name] == images[name] else None), name
+    assert {n for n, v in SBFNClassifier().get_params().items()
+            if v is None and tables[n] is not None} == {"lr", "epochs", "batch_size"}
+
+
+def test_one_constraint_table_serves_both_estimators():
+    for est in (SBFNRegressor, SBFNClassifier):
+        assert set(est().get_params()) <= set(PARAMETERS)
+    assert "base_avg" not in COMBINERS["classification"]
 
 
 def sine(n=300, seed=0):
@@ -33,19 +64,66 @@ def sine_data():
     return X, y, grid, np.sin(grid[:, 0])
 
 
+@pytest.mark.parametrize("est, name, value", [
+    (SBFNRegressor, "epsilon", 1.5), (SBFNRegressor, "n_members", 0),
+    (SBFNRegressor, "combiner", "nope"), (SBFNRegressor, "lr", 0.0),
+    (SBFNRegressor, "random_state", -1), (SBFNRegressor, "sbfn_intercept", "yes"),
+    (SBFNRegressor, "epochs", 0), (SBFNRegressor, "lambda2", [0.1]),
+    (SBFNRegressor, "device", "tpu"), (SBFNRegressor, "window", 1),
+    (SBFNClassifier, "epochs", 0), (SBFNClassifier, "lr", -1.0),
+    (SBFNClassifier, "combiner", "base_avg"), (SBFNClassifier, "val_fraction", 1.0),
+    (SBFNClassifier, "ensemble", "vgg"), (SBFNClassifier, "temperature", 0.0)])
+def test_bad_params_raise_a_config_error_naming_the_parameter(sine_data, est, name, value):
+    X, y, _, _ = sine_data
+    model = est(**{name: value})   # sklearn rule: __init__ never validates
+    with pytest.raises(ConfigError, match=f"'{name}'") as info:
+        model.fit(X, y > 0)
+    assert info.value.field == name and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("est, listed", [(SBFNRegressor, "sbfn_ls_linear.*arithmetic"),
+                                         (SBFNClassifier, "sbfn.*prob_mean")])
+def test_unknown_combiner_error_lists_the_choices(sine_data, est, listed):
+    X, y, _, _ = sine_data
+    with pytest.raises(ConfigError, match=listed):
+        est(combiner="nope").fit(X, y > 0)
+
+
+def test_an_unknown_parameter_is_a_type_error():
+    with pytest.raises(TypeError, match="n_member"):
+        SBFNRegressor(n_member=3)
+
+
+# ------------------------------------------------------------------------- regressor
 def test_learns_a_smooth_function_with_defaults(sine_data):
     X, y, grid, truth = sine_data
     model = SBFNRegressor().fit(X, y)
     assert r2_score(truth, model.predict(grid)) > 0.8   # predicting the mean scores 0
 
 
-@pytest.mark.parametrize("combiner", COMBINERS)
-def test_every_combiner_fits_and_predicts(sine_data, combiner):
-    X, y, grid, _ = sine_data
+def test_beats_the_training_mean_on_held_out_diabetes():
+    X_tr, X_te, y_tr, y_te = held_out(*load_diabetes(return_X_y=True), stratify=False)
+    rmse = lambda pred: np.sqrt(np.mean((y_te - pred) ** 2))  # noqa: E731
+    model = SBFNRegressor(random_state=0).fit(X_tr, y_tr)
+    assert rmse(model.predict(X_te)) < 0.9 * rmse(y_tr.mean())   # measured: 0.79
+
+
+# R^2 on sin(x) with FAST settings (measured: sbfn_ls_linear 0.99, arithmetic 0.54,
+# sbfn_ls 0.31). g1/g2/g3 do not beat the mean there (R^2 ~ 0 at the estimator's mini-batches,
+# as with the old estimator): for them the test checks that predict is their prediction on D.
+LEARNS = {"sbfn_ls_linear": 0.9, "arithmetic": 0.4, "sbfn_ls": 0.2}
+
+
+@pytest.mark.parametrize("combiner", COMBINERS["regression"])
+def test_every_combiner_predicts_through_its_fitted_model(sine_data, combiner):
+    X, y, grid, truth = sine_data
     model = SBFNRegressor(combiner=combiner, **FAST).fit(X, y)
     pred = model.predict(grid)
-    assert pred.shape == (len(grid),) and np.isfinite(pred).all()
-    assert model.combiner_.name == combiner
+    D = (model.predict_members(grid) - model.y_mean_) / model.y_scale_
+    np.testing.assert_allclose(pred, model.combiner_.predict(D) * model.y_scale_ + model.y_mean_)
+    assert np.isfinite(pred).all()
+    if combiner in LEARNS:
+        assert r2_score(truth, pred) > LEARNS[combiner]
 
 
 def test_predict_members_are_the_hypotheses_in_target_units(sine_data):
@@ -60,27 +138,10 @@ def test_predict_members_are_the_hypotheses_in_target_units(sine_data):
 
 def test_random_state_fixes_the_fit(sine_data):
     X, y, grid, _ = sine_data
-    pred = lambda **kw: SBFNRegressor(**FAST, **kw).fit(X, y).predict(grid)
+    pred = lambda **kw: SBFNRegressor(**FAST, **kw).fit(X, y).predict(grid)  # noqa: E731
     np.testing.assert_array_equal(pred(random_state=3), pred(random_state=3))
     np.testing.assert_array_equal(pred(), pred(random_state=0))   # None means seed 0
     assert not np.allclose(pred(random_state=3), pred(random_state=4))
-
-
-@pytest.mark.parametrize("field, value", [("epsilon", 1.5), ("n_members", 0),
-                                          ("combiner", "nope"), ("lr", 0.0),
-                                          ("random_state", -1), ("intercept", "yes")])
-def test_bad_params_raise_a_config_error_naming_the_field(sine_data, field, value):
-    X, y, _, _ = sine_data
-    model = SBFNRegressor(**{field: value})   # sklearn rule: __init__ never validates
-    with pytest.raises(ConfigError, match=f"'{field}'") as info:
-        model.fit(X, y)
-    assert info.value.field == field and isinstance(info.value, ValueError)
-
-
-def test_unknown_combiner_error_lists_the_choices(sine_data):
-    X, y, _, _ = sine_data
-    with pytest.raises(ConfigError, match="sbfn_ls.*arithmetic"):
-        SBFNRegressor(combiner="nope").fit(X, y)
 
 
 def test_divergence_is_a_clear_value_error(sine_data):
@@ -92,7 +153,8 @@ def test_divergence_is_a_clear_value_error(sine_data):
 
 def test_combiner_divergence_is_a_clear_value_error(sine_data):
     X, y, _, _ = sine_data
-    with pytest.raises(FitDivergedError, match="combiner 'g2' diverged.*smaller lr_alpha.*larger lambda2"):
+    with pytest.raises(FitDivergedError,
+                       match="combiner 'g2' diverged.*smaller lr_alpha.*larger lambda2"):
         SBFNRegressor(combiner="g2", lr_alpha=10.0, **FAST).fit(X, y)
 
 
@@ -108,9 +170,10 @@ def test_constant_feature_and_target_stay_finite():
     np.testing.assert_allclose(model.predict(X), 2.5, atol=1e-6)
 
 
-def test_predict_before_fit_raises_not_fitted():
+@pytest.mark.parametrize("est", [SBFNRegressor, SBFNClassifier])
+def test_predict_before_fit_raises_not_fitted(est):
     with pytest.raises(NotFittedError):
-        SBFNRegressor().predict(np.zeros((2, 1)))
+        est().predict(np.zeros((2, 1)))
 
 
 def test_pipeline_and_cross_validation(sine_data):
@@ -119,3 +182,120 @@ def test_pipeline_and_cross_validation(sine_data):
     assert pipe.predict(grid).shape == (len(grid),)
     scores = cross_val_score(SBFNRegressor(**FAST), X, y, cv=3)
     assert scores.shape == (3,) and np.isfinite(scores).all()
+
+
+# ------------------------------------------------------------------------- classifier, tables
+def majority_accuracy(y_tr, y_te) -> float:
+    values, counts = np.unique(y_tr, return_counts=True)
+    return float(np.mean(y_te == values[counts.argmax()]))
+
+
+@pytest.fixture(scope="module")
+def wine():
+    return held_out(*load_wine(return_X_y=True))
+
+
+# Held-out wine accuracy with the defaults (random_state=0), measured: 1.0 for sbfn, the means
+# and logit_mean_tuned, 0.98 for the MoE gates, 0.89 for sbfn_stacked; the majority class 0.39.
+@pytest.mark.parametrize("combiner", COMBINERS["classification"])
+def test_every_combiner_beats_the_majority_class_on_wine(wine, combiner):
+    X_tr, X_te, y_tr, y_te = wine
+    clf = SBFNClassifier(combiner=combiner, random_state=0).fit(X_tr, y_tr)
+    proba = clf.predict_proba(X_te)
+    assert proba.shape == (len(X_te), 3) and np.allclose(proba.sum(1), 1)
+    assert clf.score(X_te, y_te) > majority_accuracy(y_tr, y_te) + 0.4
+
+
+def test_beats_the_majority_class_on_breast_cancer():
+    X_tr, X_te, y_tr, y_te = held_out(*load_breast_cancer(return_X_y=True))
+    clf = SBFNClassifier(random_state=0).fit(X_tr, y_tr)
+    assert clf.score(X_te, y_te) > majority_accuracy(y_tr, y_te) + 0.25   # 0.96 vs 0.63
+
+
+def test_labels_keep_their_own_values(wine):
+    X_tr, X_te, y_tr, y_te = wine
+    names = np.array(["barolo", "grignolino", "barbera"])
+    clf = SBFNClassifier(combiner="logit_mean", random_state=0).fit(X_tr, names[y_tr])
+    assert list(clf.classes_) == sorted(names)
+    assert np.mean(clf.predict(X_te) == names[y_te]) > 0.9
+
+
+def test_same_random_state_same_predictions_on_tables(wine):
+    X_tr, X_te, y_tr, _ = wine
+    proba = lambda seed: SBFNClassifier(random_state=seed, **FAST_CLF).fit(  # noqa: E731
+        X_tr, y_tr).predict_proba(X_te)
+    np.testing.assert_array_equal(proba(3), proba(3))
+    assert not np.allclose(proba(3), proba(4))
+
+
+def test_tabular_predictions_do_not_depend_on_the_batch(wine):
+    # The s-BFN head's cdist takes a matrix-product path above 25 rows: float32 would differ.
+    X_tr, X_te, y_tr, _ = wine
+    clf = SBFNClassifier(random_state=0, **FAST_CLF).fit(X_tr, y_tr)
+    one_by_one = np.vstack([clf.predict_proba(X_te[i:i + 1]) for i in range(len(X_te))])
+    np.testing.assert_allclose(one_by_one, clf.predict_proba(X_te), rtol=1e-12, atol=1e-15)
+
+
+def test_x_and_y_of_other_lengths_are_refused(wine):
+    X_tr, _, y_tr, _ = wine
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        SBFNClassifier(**FAST_CLF).fit(X_tr[:40], y_tr[:30])
+
+
+def test_one_class_is_refused():
+    with pytest.raises(DataError, match="two classes"):
+        SBFNClassifier(**FAST_CLF).fit(np.random.default_rng(0).normal(size=(20, 3)),
+                                       np.zeros(20))
+
+
+def test_a_stacked_combiner_needs_room_for_its_held_out_part():
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(DataError, match="val_fraction.*stratified"):
+        SBFNClassifier(combiner="sbfn_stacked", **FAST_CLF).fit(X, [0, 0, 0, 1, 1, 2])
+
+
+# ------------------------------------------------------------------------- classifier, images
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return held_out(X.reshape(-1, 8, 8), y)
+
+
+# Held-out digits accuracy (CNN settings above, random_state=0), measured: logit_mean 0.97,
+# sbfn 0.90, sbfn_stacked 0.95; the majority class 0.10.
+@pytest.mark.parametrize("combiner", ["logit_mean", "sbfn", "sbfn_stacked"])
+def test_learns_digit_images(digits, combiner):
+    X_tr, X_te, y_tr, y_te = digits
+    clf = SBFNClassifier(combiner=combiner, random_state=0, **CNN).fit(X_tr, y_tr)
+    assert clf.image_shape_ == (1, 8, 8)
+    assert clf.score(X_te, y_te) > majority_accuracy(y_tr, y_te) + 0.6
+
+
+def test_images_take_the_image_defaults_where_none(digits):
+    X_tr, _, y_tr, _ = digits
+    clf = SBFNClassifier(ensemble="cnn", n_members=2, combiner="logit_mean").fit(
+        X_tr[:200], y_tr[:200])
+    assert len(clf.members_.epoch_loss) == defaults("classification", "image", True)["epochs"]
+    assert clf.get_params()["epochs"] is None       # fit resolves; the parameter stays as given
+
+
+def test_same_random_state_same_predictions_on_images(digits):
+    X_tr, X_te, y_tr, _ = digits
+    fit = lambda: SBFNClassifier(ensemble="cnn", n_members=2, epochs=1,  # noqa: E731
+                                 combiner="logit_mean", random_state=3).fit(X_tr, y_tr)
+    np.testing.assert_array_equal(fit().predict_proba(X_te), fit().predict_proba(X_te))
+
+
+def test_bad_images_are_clear_errors(digits):
+    X_tr, X_te, y_tr, _ = digits
+    small = dict(ensemble="cnn", n_members=2, epochs=1, combiner="logit_mean")
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[40, 30\]"):
+        SBFNClassifier(**small).fit(X_tr[:40], y_tr[:30])
+    with pytest.raises(DataError, match="at least 4x4"):
+        SBFNClassifier(**small).fit(X_tr[:, :3, :3], y_tr)
+    clf = SBFNClassifier(**small).fit(X_tr, y_tr)
+    with pytest.raises(DataError, match=r"fitted on images of shape .*\(1, 8, 8\)"):
+        clf.predict(np.zeros((5, 10, 10)))
+    with pytest.raises(DataError, match="fitted on images"):
+        clf.predict(X_te.reshape(len(X_te), -1))            # flat pixels are not images
+    assert clf.predict(X_te[:, None]).shape == (len(X_te),)   # (N, 1, H, W) is the same shape

@@ -109,3 +109,20 @@ def test_cross_entropy_works_on_torch_tensors():
     assert g.divergence(probs[:, 0], probs[:, 1]).shape == (8,)
     np_loss = g.loss(probs.numpy(), y.numpy())
     assert np.allclose(np_loss, g.loss(probs, y).numpy())
+
+
+@pytest.mark.parametrize("name,d", [("squared", 1), ("cross_entropy", 4)])
+def test_the_hand_written_wta_gradient_is_the_autograd_gradient_of_the_wta_loss(name, d):
+    """What the MLP trainer steps on (wta_gradient) is d/dz of what the CNN trainer
+    differentiates (wta_loss), with the same per-member losses."""
+    geometry = GEOMETRIES[name]
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(6, 3, d, generator=gen, dtype=torch.float64, requires_grad=True)
+    y = (torch.randn(6, generator=gen, dtype=torch.float64) if name == "squared"
+         else torch.randint(0, d, (6,), generator=gen))
+    loss, losses = geometry.wta_loss(z, y, 0.3)
+    loss.backward()
+    loss_sum = torch.zeros(3, dtype=torch.float64)
+    grad = geometry.wta_gradient(z.detach(), y, 0.3, loss_sum)
+    torch.testing.assert_close(grad, z.grad, rtol=0, atol=1e-14)
+    torch.testing.assert_close(loss_sum, losses.sum(0), rtol=0, atol=1e-14)

@@ -3,12 +3,13 @@
 import json
 
 import numpy as np
+import torch
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
 from sbfn_dist.config import TrialConfig
-from sbfn_dist.data import load_tabular
-from sbfn_dist.ensemble import MemberConfig, train_members
+from sbfn_dist.data.tabular import load_tabular
+from sbfn_dist.members import MLPConfig, StreamRecorder, train_mlp
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.plugins import PLUGINS, PluginColumns, fit_plugins
@@ -63,16 +64,18 @@ def test_inner_folds_are_a_config_option_and_seeded(diabetes):
     a = fit_plugins(("random_forest",), X, y, X_test, folds=3, seed=0).train
     assert np.array_equal(a, fit_plugins(("random_forest",), X, y, X_test, folds=3, seed=0).train)
     assert not np.allclose(a, fit_plugins(("random_forest",), X, y, X_test, folds=6, seed=0).train)
-    assert TrialConfig.from_dict({"plugin_folds": 7}).plugin_folds == 7
+    assert TrialConfig.from_dict({"plugin_members": ["random_forest"],
+                                  "plugin_folds": 7}).plugin_folds == 7
 
 
 def test_the_stream_rows_follow_the_members_visit_order(diabetes):
     X, y, _ = diabetes
-    cfg = MemberConfig(n_members=2, epochs=3, batch_size=4, seed=5, dtype="float64")
-    members = train_members(X, y, cfg, record_stream=True)
+    cfg = MLPConfig(n_members=2, epochs=3, batch_size=4, seed=5, dtype="float64")
+    recorder = StreamRecorder(cfg.epochs * len(y), cfg.n_members, torch.float64)
+    train_mlp(X, y, cfg, observers=[recorder])
     # y as a "plug-in" column: in visit order it must be exactly the recorded stream's targets.
     as_column = PluginColumns(("y",), y[:, None], np.empty((0, 1)), 0.0, 0.0)
-    assert np.array_equal(as_column.stream(cfg)[:, 0], members.stream_y)
+    assert np.array_equal(as_column.stream(cfg)[:, 0], recorder.arrays()[1])
 
 
 def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
@@ -86,18 +89,24 @@ def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
                for r in sbfn)
     assert all(r["plugin_seconds"] > 0 and r["plugin_folds"] == 5 for r in sbfn)
     [competitor] = [r for r in records if r["family"] == "competitor"]
-    assert json.loads(competitor["plugin_members"]) == []
+    assert "plugin_members" not in competitor       # a competitor has no D to extend
     coef = {r["model"]: r["n_params"] - r["n_params_members"] for r in sbfn}
     assert coef["sbfn_ls"] == 3 + 2                 # one unit per hypothesis, M + P
     assert coef["sbfn_ls_linear"] == 2 * (3 + 2) + 1  # units + raw outputs + intercept
     assert coef["g1"] == 3 + 2
 
 
-def test_a_competitors_only_trial_ignores_plugins():
-    # A sweep's --set reaches its competitor trials too; they have no D to extend.
-    records = run_trial(dict(QUICK, plugin_members=["random_forest"], combiners=[],
-                             competitors=["gradient_boosting"], competitor_grid="default"))
-    assert [(r["model"], r["plugin_members"]) for r in records] == [("gradient_boosting", "[]")]
+def test_a_competitors_only_trial_refuses_plugins_unless_they_are_a_shared_setting():
+    # A competitor has no D to extend: asked directly, plug-ins are refused; as a sweep's
+    # shared setting (optional) they are dropped from that trial, and its records say nothing.
+    config = {"dataset": "diabetes", "folds": 3, "fold": 0, "plugin_members": ["random_forest"],
+              "combiners": [], "competitors": ["gradient_boosting"], "competitor_grid": "default"}
+    with pytest.raises(ConfigError, match="plugin_members.*regression trials that train members"):
+        TrialConfig.from_dict(config)
+    cfg = TrialConfig.from_dict(config, optional=["plugin_members"])
+    records = run_trial(cfg)
+    assert [r["model"] for r in records] == ["gradient_boosting"]
+    assert "plugin_members" not in records[0]
 
 
 def test_without_plugins_the_records_say_so_and_nothing_changes():
@@ -113,8 +122,8 @@ def test_online_variants_also_run_in_the_plug_in_regime():
 
 
 @pytest.mark.parametrize("value,message", [
-    (["xgboost"], "names from \\('svm_rbf', 'random_forest', 'gradient_boosting'\\)"),
-    (["random_forest", "random_forest"], "each name at most once"),
+    (["xgboost"], "one of \\('svm_rbf', 'random_forest', 'gradient_boosting'\\)"),
+    (["random_forest", "random_forest"], "each at most once"),
 ])
 def test_bad_plugin_names_list_the_known_ones(value, message):
     with pytest.raises(ConfigError, match=message):
@@ -124,7 +133,7 @@ def test_bad_plugin_names_list_the_known_ones(value, message):
 def test_plugin_options_are_validated():
     with pytest.raises(ConfigError, match="plugin_folds"):
         TrialConfig.from_dict({"plugin_members": ["random_forest"], "plugin_folds": 1})
-    with pytest.raises(ConfigError, match="image data sets"):
+    with pytest.raises(ConfigError, match="regression trials"):
         TrialConfig.from_dict({"dataset": "digits", "plugin_members": ["random_forest"]})
     assert TrialConfig.from_dict({"plugin_members": "random_forest"}).plugin_members == (
         "random_forest",)
@@ -135,7 +144,8 @@ def test_mlp_members_plus_boosting_are_not_worse_than_the_worse_part():
     cfg = dict(QUICK, fold=None, folds=5, n_members=5, epochs=10, combiners=["sbfn_ls_linear"],
                lambda2=[0.0], competitors=["gradient_boosting"], competitor_grid="default")
     mixed = run_trial(dict(cfg, plugin_members=["gradient_boosting"]))
-    mlp_only = run_trial(dict(cfg, competitors=[]))
+    mlp_only = run_trial({k: v for k, v in cfg.items() if k != "competitor_grid"}
+                         | {"competitors": []})
 
     def mean_rmse(records, model):
         return np.mean([r["rmse"] for r in records if r["model"] == model])

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from sbfn_dist.config import TrialConfig
-from sbfn_dist.data import load_tabular, make_splits
+from sbfn_dist.data.splits import make_splits
+from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.data.splits import fixed_train_kfold_splits
 from sbfn_dist.errors import DataError
 from sbfn_dist.experiment import run_trial

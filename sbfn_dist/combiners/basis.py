@@ -10,9 +10,9 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import BASES
 
 SCALE_FLOOR = 1e-8   # a constant member has zero spread; keep the Gaussian finite
-BASES = ("member", "kmeans")
 
 
 def gaussian(r2: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -14,18 +14,15 @@ from torch import nn
 from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS, defaults
 
-ROW_NORMS = ("layernorm", "sum", "none")
-CENTRE_INITS = ("kmeans++", "random")
 PROB_FLOOR = 1e-12
+_D = defaults("classification", "image")     # the heads' defaults: sbfn_dist.fields
 
 
 def _check_probs(P: torch.Tensor) -> None:
     if P.ndim != 3:
         raise ConfigError("member_probs", tuple(P.shape), "a tensor of shape (N, M, C)")
-
-
-HEAD_OPTIMIZERS = ("sgd", "adam")
 
 
 class TrainableHead(nn.Module):
@@ -36,7 +33,7 @@ class TrainableHead(nn.Module):
     (docs/method.md).
     """
 
-    def __init__(self, lr: float, optimizer: str = "sgd"):
+    def __init__(self, lr: float, optimizer: str = _D["head_optimizer"]):
         super().__init__()
         if optimizer not in HEAD_OPTIMIZERS:
             raise ConfigError("head_optimizer", optimizer, f"one of {HEAD_OPTIMIZERS}")
@@ -51,6 +48,12 @@ class TrainableHead(nn.Module):
 
     def epoch_start(self) -> None:
         """Hook called before every epoch (Algorithm 2 updates gamma here)."""
+
+    def batch(self, P: torch.Tensor, y: torch.Tensor) -> None:
+        """The on-the-fly observer of member training (sbfn_dist.members): one step per batch.
+        Heads are float32 whatever the members' dtype; the MLP trainer runs under no_grad."""
+        with torch.enable_grad():
+            self.step(P.float(), y)
 
     def step(self, P: torch.Tensor, y: torch.Tensor) -> float:
         """One SGD step on a mini-batch: the on-the-fly regime of Algorithm 2."""
@@ -99,9 +102,11 @@ class SBFNClassifierHead(TrainableHead):
     as a softmax of the exponents (identical for a shared gamma, no all-zero rows).
     """
 
-    def __init__(self, n_members: int, n_classes: int, n_units: int, temperature: float = 3.0,
-                 lr: float = 0.1, row_norm: str = "layernorm", seed: int = 0,
-                 optimizer: str = "sgd", reseed: bool = True, centre_init: str = "kmeans++"):
+    def __init__(self, n_members: int, n_classes: int, n_units: int,
+                 temperature: float = _D["temperature"], lr: float = _D["lr_alpha"],
+                 row_norm: str = _D["row_norm"], seed: int = 0,
+                 optimizer: str = _D["head_optimizer"], reseed: bool = True,
+                 centre_init: str = _D["centre_init"]):
         super().__init__(lr, optimizer)
         if centre_init not in CENTRE_INITS:
             raise ConfigError("centre_init", centre_init, f"one of {CENTRE_INITS}")
@@ -197,8 +202,8 @@ class MoEGateHead(TrainableHead):
     """Mixture-of-Experts: a linear gate on D_i gives per-sample weights g_i over the M members;
     the output is the gated sum sum_j g_ij p_ij (a mixture, so it stays in the simplex)."""
 
-    def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0, lr: float = 0.1,
-                 optimizer: str = "sgd"):
+    def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0,
+                 lr: float = _D["lr_alpha"], optimizer: str = _D["head_optimizer"]):
         super().__init__(lr, optimizer)
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")

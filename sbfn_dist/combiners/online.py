@@ -12,7 +12,7 @@ alpha <- alpha - eta_alpha * (mean_i (y_hat_i - y_i) phi_i + lambda2 alpha).
       gamma_ij; that profile is unbounded and diverges under the alpha update in our runs,
       while the paper reports stable G3 results (docs/method.md).
 On-the-fly regime: the stream is the members' own training-time predictions (recorded by
-`sbfn_dist.ensemble.train_members`); plug-in regime: the frozen members' predictions on the
+`sbfn_dist.members.StreamRecorder`); plug-in regime: the frozen members' predictions on the
 training set, replayed for `epochs` passes. Centres/scales and alpha are computed for the
 whole stream with cumulative sums; only the alpha recursion is a loop, shared by every
 (variant, lambda2) pair so that a grid of them costs one pass.
@@ -22,9 +22,10 @@ import numpy as np
 
 from sbfn_dist.combiners.basis import SCALE_FLOOR, member_gaussian
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import G3_BASES, defaults
+from sbfn_dist.tasks import ITERATIVE as VARIANTS
 
-VARIANTS = ("g1", "g2", "g3")
-G3_BASES = ("exp", "quadratic")
+_DEFAULTS = defaults("regression", "tabular")
 
 
 def _batch_ends(t: int, batch_size: int) -> np.ndarray:
@@ -62,16 +63,18 @@ def g3_features(D: np.ndarray, centre: np.ndarray, basis: str) -> np.ndarray:
 class OnlineSBFN:
     """One fitted iterative s-BFN; `state` holds the final centres and scales."""
 
-    def __init__(self, variant: str = "g1", lambda2: float = 0.0, lr_alpha: float = 0.03,
-                 window: int = 100, g3_basis: str = "exp", epochs: int = 1, seed: int = 0):
+    def __init__(self, variant: str, lambda2: float = 0.0,
+                 lr_alpha: float = _DEFAULTS["lr_alpha"], window: int | None = _DEFAULTS["window"],
+                 g3_basis: str | None = _DEFAULTS["g3_basis"], epochs: int = 1, seed: int = 0):
+        """window: G2/G3's k (G1 uses none: None is fine); g3_basis: only G3 uses it."""
         if variant not in VARIANTS:
             raise ConfigError("combiner", variant, f"an iterative variant in {VARIANTS}")
-        if g3_basis not in G3_BASES:
+        if variant == "g3" and g3_basis not in G3_BASES:
             raise ConfigError("g3_basis", g3_basis, f"one of {G3_BASES}")
-        if int(window) < 2:
+        if variant != "g1" and (window is None or int(window) < 2):
             raise ConfigError("window", window, "an integer >= 2 (G2/G3 need a spread)")
         self.variant, self.lambda2, self.lr_alpha = variant, lambda2, lr_alpha
-        self.window, self.g3_basis, self.epochs, self.seed = int(window), g3_basis, epochs, seed
+        self.window, self.g3_basis, self.epochs, self.seed = window, g3_basis, epochs, seed
         self.name = variant
 
     def stream_features(self, z: np.ndarray, batch_size: int):

@@ -10,13 +10,17 @@ import numpy as np
 
 from sbfn_dist.combiners.basis import make_basis
 from sbfn_dist.combiners.ridge import ridge_path
+from sbfn_dist.fields import defaults
+
+_D = defaults("regression", "tabular")       # sbfn_dist.fields holds the defaults
 
 
 class SBFNLeastSquares:
     name = "sbfn_ls"
 
-    def __init__(self, lambda2: float = 0.0, basis: str = "member", n_units: int | None = None,
-                 intercept: bool = False, linear: bool = False, seed: int = 0):
+    def __init__(self, lambda2: float = 0.0, basis: str = _D["sbfn_basis"],
+                 n_units: int | None = None, intercept: bool = _D["sbfn_intercept"],
+                 linear: bool = False, seed: int = 0):
         self.lambda2, self.basis, self.n_units = lambda2, basis, n_units
         self.intercept, self.linear, self.seed = intercept, linear, seed
 

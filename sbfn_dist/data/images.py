@@ -29,12 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sbfn_dist.data import catalog
 from sbfn_dist.data.sources import (DOWNLOAD_TIMEOUT_S, _explicit_dir, cache_dir, find_optional_file,
                                     resolve_data_file)
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.runtime import fold_seed
 
-IMAGE_DATASETS = ("mnist", "fashion_mnist", "cifar10", "digits")
+IMAGE_DATASETS = catalog.names("image")
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 PROBE_TIMEOUT_S = 5.0  # connectivity check before a torchvision download (whose urlopen has no timeout)
 
@@ -53,17 +54,17 @@ class _Spec:
     classes: tuple[str, ...]
     crop_pad: int               # random-crop padding when augmenting (pixels)
     flip: bool                  # whether a horizontal flip keeps the label (not for digits/letters)
-    augment: bool               # augmentation on by default
 
 
 SPECS = {
-    "mnist": _Spec("mnist/mnist.npz", "MNIST", "MNIST/raw", (1, 28, 28), DIGIT_CLASSES, 2, False, False),
+    "mnist": _Spec("mnist/mnist.npz", "MNIST", "MNIST/raw", (1, 28, 28), DIGIT_CLASSES, 2, False),
     "fashion_mnist": _Spec("fashion_mnist/fashion_mnist.npz", "FashionMNIST", "FashionMNIST/raw",
-                           (1, 28, 28), FASHION_CLASSES, 2, False, False),
-    # The standard CIFAR recipe: 4-pixel padding, random 32x32 crop, random horizontal flip.
+                           (1, 28, 28), FASHION_CLASSES, 2, False),
+    # The standard CIFAR recipe: 4-pixel padding, random 32x32 crop, random horizontal flip
+    # (whether it is on by default: sbfn_dist.data.catalog).
     "cifar10": _Spec("cifar10/cifar10.npz", "CIFAR10", "cifar-10-batches-py", (3, 32, 32), CIFAR10_CLASSES,
-                     4, True, True),
-    "digits": _Spec(None, None, "", (1, 8, 8), DIGIT_CLASSES, 1, False, False),
+                     4, True),
+    "digits": _Spec(None, None, "", (1, 8, 8), DIGIT_CLASSES, 1, False),
 }
 
 
@@ -249,6 +250,13 @@ def _brief(exc: Exception) -> str:
 PARTS = ("test", "val", "train")  # drawing order: test rows do not depend on n_val or n_train
 
 
+def default_n_val(n_val: int | None, needed: bool, data: ImageData) -> int:
+    """10% of the official training images unless n_val is given; 0 when no combiner needs it."""
+    if n_val is not None:
+        return n_val
+    return data.n_official_train // 10 if needed else 0
+
+
 def default_n_test(data: ImageData) -> int:
     """The official test-set size; 20% (rounded up) for a data set without an official split."""
     n = len(data.y)
@@ -329,7 +337,7 @@ class DeviceImages:
         self.spec = _spec(data.name)
         self.classes = data.classes
         self.device = torch.device(device)
-        self.augment = self.spec.augment if augment is None else bool(augment)
+        self.augment = catalog.lookup(data.name).augment if augment is None else bool(augment)
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         train_x = self._pixels(data.x, split.train, dtype)
         var, mean = torch.var_mean(train_x, dim=(0, 2, 3), correction=0)  # train rows only: no test leak

@@ -18,11 +18,12 @@ class FoldScaler:
     A feature column that is entirely NaN in the training fold carries no usable information,
     so it is kept (the model's input width stays fixed across folds) but set to 0 on every row.
     A constant training column gets std 1, so it maps to 0 instead of dividing by zero.
+    A class target is not scaled: fit(X_train) alone scales the features.
     """
 
-    def fit(self, X_train, y_train) -> "FoldScaler":
+    def fit(self, X_train, y_train=None) -> "FoldScaler":
         X = _as_matrix(X_train, "X_train")
-        y = _as_target(y_train, "y_train")
+        y = _as_target(y_train, "y_train") if y_train is not None else np.zeros(len(X))
         if X.shape[0] != y.shape[0] or X.shape[0] == 0:
             raise DataError(f"X_train has {X.shape[0]} rows and y_train {y.shape[0]}: pass the same, non-zero "
                             f"number of training rows to FoldScaler.fit")
@@ -34,6 +35,8 @@ class FoldScaler:
         self.mean_ = filled.mean(axis=0)
         std = filled.std(axis=0)
         self.std_ = np.where(std > 0, std, 1.0)
+        if y_train is None:
+            return self
         self.y_mean_, self.y_std_ = float(y.mean()), float(y.std())
         if not self.y_std_ > 0:
             raise DataError(f"the training target is constant ({y[0]!r} on all {y.size} rows) in this fold, so it "
@@ -42,7 +45,8 @@ class FoldScaler:
 
     def transform_X(self, X) -> np.ndarray:
         """Impute NaN with the training medians, then (x - mean) / std; all-NaN-in-training columns -> 0."""
-        self._check_fitted()
+        if not hasattr(self, "median_"):
+            raise RuntimeError("FoldScaler is not fitted: call fit(X_train[, y_train]) first")
         X = _as_matrix(X, "X")
         if X.shape[1] != self.median_.size:
             raise DataError(f"X has {X.shape[1]} columns but the scaler was fitted on {self.median_.size}: "
@@ -62,7 +66,7 @@ class FoldScaler:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "y_std_"):
-            raise RuntimeError("FoldScaler is not fitted: call fit(X_train, y_train) first")
+            raise RuntimeError("FoldScaler has no target statistics: call fit(X_train, y_train) first")
 
 
 def _as_matrix(X, what: str) -> np.ndarray:

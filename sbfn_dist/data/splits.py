@@ -1,26 +1,55 @@
-"""Train/test splits as (train_idx, test_idx) int arrays, each deterministic in (seed, n)."""
+"""Train/test splits as (train_idx, test_idx) int arrays, each deterministic in (seed, n).
+
+A classification target (`classes` set) is split stratified, so every part keeps the class shares."""
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import KFold, ShuffleSplit
+from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
-from sbfn_dist.data.tabular import KNOWN_TABULAR, TabularData
+from sbfn_dist.data.catalog import CATALOG
+from sbfn_dist.data.tabular import TabularData
 from sbfn_dist.errors import ConfigError, DataError
+from sbfn_dist.fields import SPLITS as SCHEMES
 
 Split = tuple[np.ndarray, np.ndarray]
-SCHEMES = ("kfold", "holdout", "fixed", "fixed_train_kfold")
 
 
-def kfold_splits(n: int, folds: int, seed: int) -> list[Split]:
-    """Seeded shuffled k-fold: every row is in exactly one test set."""
+def kfold_splits(n: int, folds: int, seed: int, labels: np.ndarray | None = None) -> list[Split]:
+    """Seeded shuffled k-fold: every row is in exactly one test set (stratified by `labels`)."""
     if folds < 2:
         raise ConfigError("folds", folds, "k-fold needs at least 2 folds (use scheme='holdout' for one split)")
     if folds > n:
         raise DataError(f"too few rows for the folds: {n} rows cannot fill {folds} test folds; "
                         f"use folds <= {n} or a data set with more rows")
-    kfold = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    return [(train, test) for train, test in kfold.split(np.arange(n))]
+    if labels is None:
+        kfold = KFold(n_splits=folds, shuffle=True, random_state=seed)
+        return [(train, test) for train, test in kfold.split(np.arange(n))]
+    _check_class_counts(labels, folds, "folds")
+    kfold = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return [(train, test) for train, test in kfold.split(np.arange(n), labels)]
+
+
+def validation_part(labels: np.ndarray, rows: np.ndarray, fraction: float, seed: int):
+    """(kept rows, held-out rows): a stratified, seeded `fraction` of `rows` held out (sorted),
+    e.g. the validation part that stacked combiners fit on."""
+    from sklearn.model_selection import train_test_split
+    try:
+        keep, val = train_test_split(rows, test_size=fraction, random_state=seed,
+                                     stratify=labels[rows])
+    except ValueError as exc:
+        raise DataError(f"val_fraction={fraction} cannot hold out a stratified part of {len(rows)} "
+                        f"rows ({exc}); use a larger val_fraction, more rows (or fewer folds), or "
+                        "leave out the stacked combiners") from None
+    return np.sort(keep), np.sort(val)
+
+
+def _check_class_counts(labels: np.ndarray, parts: int, what: str) -> None:
+    counts = np.bincount(labels)
+    if counts[counts > 0].min() < parts:
+        raise DataError(f"a class has only {counts[counts > 0].min()} rows, fewer than the {parts} {what}: "
+                        f"stratified splits need every class in every part; use {what} <= "
+                        f"{counts[counts > 0].min()} or a data set with more rows of that class")
 
 
 def fixed_split(mask: np.ndarray) -> list[Split]:
@@ -35,16 +64,18 @@ def fixed_split(mask: np.ndarray) -> list[Split]:
     return [(np.flatnonzero(~mask), np.flatnonzero(mask))]
 
 
-def fixed_train_kfold_splits(mask: np.ndarray, folds: int, seed: int) -> list[Split]:
+def fixed_train_kfold_splits(mask: np.ndarray, folds: int, seed: int,
+                             labels: np.ndarray | None = None) -> list[Split]:
     """Seeded k-fold inside the training rows of a published split, for tuning: the published
     test rows appear in no part of any fold, so a configuration chosen on these folds can be
     scored once on the fixed split without having seen its test rows."""
     [(train, _)] = fixed_split(mask)
-    return [(train[inner_train], train[inner_val])
-            for inner_train, inner_val in kfold_splits(len(train), folds, seed)]
+    inner = kfold_splits(len(train), folds, seed, None if labels is None else labels[train])
+    return [(train[inner_train], train[inner_val]) for inner_train, inner_val in inner]
 
 
-def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int) -> list[Split]:
+def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int,
+                   labels: np.ndarray | None = None) -> list[Split]:
     """``n_splits`` independent seeded random holdouts of ``test_fraction`` of the rows."""
     if not 0.0 < test_fraction < 1.0:
         raise ConfigError("test_fraction", test_fraction, "use a fraction strictly between 0 and 1, e.g. 0.2")
@@ -54,9 +85,13 @@ def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int) -> li
     if n < 2 or n_test >= n:
         raise DataError(f"too few rows for a holdout: {n} rows with test_fraction={test_fraction} leave no "
                         f"training rows; use a smaller test_fraction or more rows")
-    shuffle = ShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
+    if labels is None:
+        shuffle = ShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
+    else:
+        _check_class_counts(labels, 2, "parts (train and test)")
+        shuffle = StratifiedShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
     # Sorted so the row order inside each part does not depend on the shuffle.
-    return [(np.sort(train), np.sort(test)) for train, test in shuffle.split(np.arange(n))]
+    return [(np.sort(train), np.sort(test)) for train, test in shuffle.split(np.arange(n), labels)]
 
 
 def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
@@ -64,21 +99,22 @@ def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
     """Splits of ``data`` by ``scheme``: "kfold" (``folds`` folds), "holdout" (``folds`` repeats of
     ``test_fraction``), "fixed" (the data set's published test rows), or "fixed_train_kfold"
     (``folds``-fold CV inside the published training rows only, for tuning)."""
+    labels = data.y if data.classes is not None else None
     if scheme == "kfold":
-        return kfold_splits(data.n_rows, folds, seed)
+        return kfold_splits(data.n_rows, folds, seed, labels)
     if scheme == "holdout":
-        return holdout_splits(data.n_rows, folds, test_fraction, seed)
+        return holdout_splits(data.n_rows, folds, test_fraction, seed, labels)
     if scheme in ("fixed", "fixed_train_kfold"):
         if data.fixed_test_mask is None:
             raise DataError(f"data set '{data.name}' has no published test split for scheme='{scheme}': "
                             f"use scheme='kfold' or 'holdout', or a data set that has one "
                             f"({_with_fixed_split()})")
         if scheme == "fixed_train_kfold":
-            return fixed_train_kfold_splits(data.fixed_test_mask, folds, seed)
+            return fixed_train_kfold_splits(data.fixed_test_mask, folds, seed, labels)
         return fixed_split(data.fixed_test_mask)
     raise ConfigError("split scheme", scheme, f"use one of {', '.join(SCHEMES)}")
 
 
 def _with_fixed_split() -> str:
     # appliances: only when the Candanedo dates file is available; sincos: always.
-    return ", ".join(n for n in KNOWN_TABULAR if n in ("appliances", "sincos"))
+    return ", ".join(n for n, d in CATALOG.items() if d.fixed_split)

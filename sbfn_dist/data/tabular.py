@@ -1,8 +1,9 @@
-"""Tabular regression data sets for the s-BFN experiments.
+"""Tabular data sets for the s-BFN experiments: regression and classification.
 
 Every loader returns the same ``TabularData``: float64 features with NaN for a missing value
 (imputation happens later, per training fold, in ``preprocess.FoldScaler``, so test rows never
-leak into the statistics) and a float64 target that is never NaN.
+leak into the statistics) and a target that is never missing: float64 values for regression,
+int64 class codes 0..C-1 (with the class names in ``classes``) for classification.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sbfn_dist.data import catalog
 from sbfn_dist.data.sources import (
     AIR_QUALITY_FILE,
     APPLIANCES_FILE,
@@ -23,11 +25,12 @@ from sbfn_dist.data.sources import (
 )
 from sbfn_dist.errors import DataError
 
-KNOWN_TABULAR = ("air_quality", "appliances", "diabetes", "sincos")  # plus "csv:PATH"
+KNOWN_TABULAR = catalog.names("tabular")  # plus "csv:PATH"
 
 # The target each built-in data set is defined by (a different one would be a different task).
 DEFAULT_TARGETS = {"air_quality": "AH", "appliances": "Appliances",
-                   "diabetes": "disease progression", "sincos": "y"}
+                   "diabetes": "disease progression", "sincos": "y", "breast_cancer": "diagnosis",
+                   "wine": "cultivar", "iris": "species"}
 
 AIR_QUALITY_MISSING = -200.0  # the UCI file's code for a missing reading
 AIR_QUALITY_DROPPED = ("Date", "Time", "NMHC(GT)")  # NMHC(GT): 90% missing, not worth imputing
@@ -41,14 +44,16 @@ SINCOS_TRAIN, SINCOS_TEST = 300, 1000  # the paper's appendix sizes
 
 @dataclass(frozen=True)
 class TabularData:
-    name: str                 # "air_quality", "appliances", "diabetes", "sincos", "csv:/abs/path.csv"
+    name: str                 # a catalog name or "csv:/abs/path.csv"
     X: np.ndarray             # float64 (n, p); NaN marks a missing feature value
-    y: np.ndarray             # float64 (n,), never NaN (rows with a missing target are dropped)
+    y: np.ndarray             # (n,), never missing (rows with a missing target are dropped):
+                              # float64 values, or int64 class codes indexing `classes`
     feature_names: tuple[str, ...]
     target_name: str
-    target_unit: str          # e.g. "g/m^3", "Wh", "" if unknown
+    target_unit: str          # e.g. "g/m^3", "Wh", "" if unknown or a class
     fixed_test_mask: np.ndarray | None = None   # bool (n,), the published test rows, if any
     notes: str = ""           # one line describing the preprocessing applied (shown in reports)
+    classes: tuple | None = None   # class names of a classification target; None: regression
 
     def __post_init__(self):
         # Catch loader bugs here rather than as a shape error deep inside training.
@@ -56,6 +61,7 @@ class TabularData:
         assert self.X.ndim == 2 and self.X.shape[1] == len(self.feature_names), "X / feature_names mismatch"
         assert self.y.shape == (n,) and not np.isnan(self.y).any(), "y must be (n,) without NaN"
         assert self.fixed_test_mask is None or self.fixed_test_mask.shape == (n,)
+        assert self.classes is None or self.y.dtype == np.int64, "class codes are int64"
 
     @property
     def n_rows(self) -> int:
@@ -64,18 +70,19 @@ class TabularData:
 
 def load_tabular(name: str, data_dir: str | None = None, target: str | None = None,
                  include_random_vars: bool = False, n_samples: int | None = None,
-                 seed: int = 0) -> TabularData:
+                 seed: int = 0, task: str | None = None) -> TabularData:
     """Load a data set by name (see KNOWN_TABULAR) or ``csv:PATH``.
 
     ``n_samples``: for "sincos" the number of rows generated (default 1300); for the others a
     seeded random subset of that many rows (for quick runs), ``None`` keeps all rows.
     ``include_random_vars`` only affects "appliances" (adds the noise columns rv1, rv2).
+    ``task``: for a CSV, "classification" reads the target as class labels (default regression).
     """
     if n_samples is not None and n_samples < 2:
-        raise DataError(f"n_samples={n_samples} is too small: a regression split needs at least 2 rows; "
+        raise DataError(f"n_samples={n_samples} is too small: a split needs at least 2 rows; "
                         f"pass n_samples >= 2 or leave it unset to use every row")
     if name.startswith("csv:"):
-        data = _load_csv(name[len("csv:"):], target)
+        data = _load_csv(name[len("csv:"):], target, task or "regression")
     elif name in DEFAULT_TARGETS:
         _check_builtin_target(name, target)
         if name == "sincos":
@@ -220,23 +227,24 @@ def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:
     return frame
 
 
-def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | None) -> None:
+def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | None, task: str) -> None:
     available = ", ".join(map(str, frame.columns))
     if target is None:
         raise DataError(f"no target column given for CSV file {path}: pass target='COLUMN' "
-                        f"(--target COLUMN) naming one of: {available}")
+                        f"(sweeps: --set target=COLUMN) naming one of: {available}")
     if target not in frame.columns:
         raise DataError(f"target column '{target}' is not in CSV file {path}: pick one of: {available}")
-    if not pd.api.types.is_numeric_dtype(frame[target]):
+    if task == "regression" and not pd.api.types.is_numeric_dtype(frame[target]):
         examples = frame[target][pd.to_numeric(frame[target], errors="coerce").isna() & frame[target].notna()]
         raise DataError(f"target column '{target}' in {path} is not numeric (e.g. {examples.iloc[0]!r}): "
-                        f"regression needs numbers; fix or remove those rows, or pick a numeric target")
+                        f"regression needs numbers; fix or remove those rows, pick a numeric target, "
+                        f"or pass task='classification' if it holds class labels")
 
 
-def _load_csv(raw_path: str, target: str | None) -> TabularData:
+def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:
     path = pathlib.Path(raw_path).expanduser().resolve()
     frame = _read_user_csv(path)
-    _check_user_target(frame, path, target)
+    _check_user_target(frame, path, target, task)
     features = frame.drop(columns=target)
     if features.shape[1] == 0:
         raise DataError(f"CSV file {path} has only the target column '{target}': add feature columns")
@@ -244,13 +252,48 @@ def _load_csv(raw_path: str, target: str | None) -> TabularData:
     if text:
         raise DataError(f"CSV file {path} has non-numeric feature columns {text}: encode them as numbers "
                         f"(e.g. one-hot dummies) or drop them before loading")
-    data = _from_frame(f"csv:{path}", features, frame[target], "", f"user CSV {path.name}")
+    labels = frame[target]
+    if task == "classification":   # _from_frame reads numbers: a placeholder, missing where the
+        labels = pd.Series(np.zeros(len(frame)), name=target).where(labels.notna())  # label is
+    data = _from_frame(f"csv:{path}", features, labels, "", f"user CSV {path.name}")
     if data.n_rows == 0:
         raise DataError(f"every row of CSV file {path} has a missing target '{target}': fill in the target values")
+    if task == "classification":
+        return _with_classes(data, frame[target].dropna().to_numpy(), path, target)
     if np.ptp(data.y) == 0:
         raise DataError(f"target '{target}' in CSV file {path} is constant ({data.y[0]!r} on every row): "
                         f"there is nothing to regress; pick another target column or check the file")
     return data
 
 
-_LOADERS = {"air_quality": _load_air_quality, "appliances": _load_appliances, "diabetes": _load_diabetes}
+def _with_classes(data: TabularData, labels: np.ndarray, path: pathlib.Path, target: str) -> TabularData:
+    """Class labels (any values) -> int64 codes in sorted label order, names in `classes`."""
+    classes, codes = np.unique(labels.astype(str) if labels.dtype == object else labels,
+                               return_inverse=True)
+    if len(classes) < 2:
+        raise DataError(f"target '{target}' in CSV file {path} holds one class ({classes[0]!r}): "
+                        f"classification needs at least two; pick another target column")
+    return dataclasses.replace(data, y=codes.astype(np.int64), classes=tuple(str(c) for c in classes),
+                               notes=data.notes + f"; {len(classes)} classes")
+
+
+def _load_sklearn_classes(loader: str, about: str):
+    """A classification set bundled with scikit-learn (works offline)."""
+    def load(data_dir: str | None, include_random_vars: bool) -> TabularData:
+        import sklearn.datasets
+
+        bunch = getattr(sklearn.datasets, loader)()
+        name = loader.removeprefix("load_")
+        classes = tuple(str(c) for c in bunch.target_names)
+        return TabularData(name, np.asarray(bunch.data, dtype=np.float64),
+                           np.asarray(bunch.target, dtype=np.int64),
+                           tuple(str(f) for f in bunch.feature_names), DEFAULT_TARGETS[name], "",
+                           notes=f"scikit-learn {loader}: {about}", classes=classes)
+    return load
+
+
+_LOADERS = {"air_quality": _load_air_quality, "appliances": _load_appliances, "diabetes": _load_diabetes,
+            "breast_cancer": _load_sklearn_classes("load_breast_cancer",
+                                                   "569 tumours, 30 features, malignant / benign"),
+            "wine": _load_sklearn_classes("load_wine", "178 wines, 13 features, 3 cultivars"),
+            "iris": _load_sklearn_classes("load_iris", "150 flowers, 4 features, 3 species")}

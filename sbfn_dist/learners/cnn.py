@@ -29,6 +29,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError, DataError
+from sbfn_dist.fields import ARCHITECTURES
 
 MIN_SIZE = 4    # two stride-2 reductions must leave at least one pixel
 GROUPED_MAX_PIXELS = 16 * 16   # MemberStack 'auto': on CPU, grouped only up to this image size
@@ -153,7 +154,7 @@ NETS = {
     "resnet_tiny1": partial(ResNetTiny, blocks=(1, 1, 1), widths=(16, 32, 64)),
     "resnet_tiny2": partial(ResNetTiny, blocks=(1, 2, 2), widths=(24, 48, 96)),
 }
-ARCHITECTURES = tuple(NETS)
+assert tuple(NETS) == ARCHITECTURES, "sbfn_dist.fields.ARCHITECTURES names the nets above"
 
 
 def check_arch(arch: str) -> str:

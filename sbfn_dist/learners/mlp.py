@@ -1,4 +1,5 @@
-"""The paper's base learner for tabular regression: a two-layer feed-forward network.
+"""The paper's base learner for tables: a two-layer feed-forward network (d outputs: one for
+regression, C logits for classification).
 
 M members live in one flat parameter buffer, shaped as batched weights (M, fan_in, fan_out),
 so one forward/backward pass of plain batched matrix products trains all of them together
@@ -13,18 +14,19 @@ import math
 import torch
 
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import ACTIVATIONS, INIT_SCHEMES, defaults
 
-ACTIVATIONS = ("tanh", "relu")
-INIT_SCHEMES = ("scaled_default", "scaled_normal")
+_D = defaults("regression", "tabular")       # sbfn_dist.fields holds the defaults
 
 
-def layer_shapes(n_features: int, width: int) -> list[tuple[int, int]]:
-    """(fan_in, fan_out) of the three linear maps: input -> kappa -> kappa -> 1."""
-    return [(n_features, width), (width, width), (width, 1)]
+def layer_shapes(n_features: int, width: int, n_outputs: int = 1) -> list[tuple[int, int]]:
+    """(fan_in, fan_out) of the three linear maps: input -> kappa -> kappa -> d."""
+    return [(n_features, width), (width, width), (width, n_outputs)]
 
 
 def member_init(n_features: int, width: int, init_scale: float, seed: int, member: int,
-                scheme: str = "scaled_default", dtype=torch.float32) -> list[torch.Tensor]:
+                scheme: str = _D["init_scheme"], dtype=torch.float32,
+                n_outputs: int = 1) -> list[torch.Tensor]:
     """Initial (W, b) of one member, drawn from its own generator (seed, member).
 
     The paper multiplies "the initial parameters" by chi without naming the base draw.
@@ -35,7 +37,7 @@ def member_init(n_features: int, width: int, init_scale: float, seed: int, membe
         raise ConfigError("init_scheme", scheme, f"one of {INIT_SCHEMES}")
     gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(member))
     out = []
-    for fan_in, fan_out in layer_shapes(n_features, width):
+    for fan_in, fan_out in layer_shapes(n_features, width, n_outputs):
         for shape in ((fan_in, fan_out), (fan_out,)):
             if scheme == "scaled_default":
                 bound = 1.0 / math.sqrt(fan_in)
@@ -50,20 +52,22 @@ class VectorisedMLP:
     """M two-layer MLPs as batched tensors in one flat buffer (params and grads alike)."""
 
     def __init__(self, n_features: int, n_members: int, width: int, init_scale: float,
-                 seed: int, activation: str = "tanh", init_scheme: str = "scaled_default",
-                 dtype=torch.float32, device="cpu"):
+                 seed: int, activation: str = _D["activation"],
+                 init_scheme: str = _D["init_scheme"], dtype=torch.float32, device="cpu",
+                 n_outputs: int = 1):
         if activation not in ACTIVATIONS:
             raise ConfigError("activation", activation, f"one of {ACTIVATIONS}")
         self.m, self.width, self.activation = n_members, width, activation
+        self.n_features, self.n_outputs = n_features, n_outputs
         shapes = []
-        for fan_in, fan_out in layer_shapes(n_features, width):
+        for fan_in, fan_out in layer_shapes(n_features, width, n_outputs):
             shapes += [(n_members, fan_in, fan_out), (n_members, 1, fan_out)]
         sizes = [math.prod(s) for s in shapes]
         self.flat = torch.empty(sum(sizes), dtype=dtype, device=device)
         self.grad_flat = torch.zeros_like(self.flat)
         self.params = self._views(self.flat, shapes, sizes)
         self.grads = self._views(self.grad_flat, shapes, sizes)
-        inits = [member_init(n_features, width, init_scale, seed, j, init_scheme, dtype)
+        inits = [member_init(n_features, width, init_scale, seed, j, init_scheme, dtype, n_outputs)
                  for j in range(n_members)]
         for k, p in enumerate(self.params):
             p.copy_(torch.stack([init[k].reshape(p.shape[1:]) for init in inits]))
@@ -76,6 +80,12 @@ class VectorisedMLP:
     def n_parameters(self) -> int:
         return self.flat.numel()
 
+    @property
+    def flops_per_example(self) -> float:
+        """Multiply-adds of the three layers, counted as 2 FLOPs each, for all M members."""
+        return 2.0 * self.m * sum(a * b for a, b in layer_shapes(self.n_features, self.width,
+                                                                 self.n_outputs))
+
     def _act(self, a):
         return torch.tanh(a) if self.activation == "tanh" else torch.relu(a)
 
@@ -86,23 +96,26 @@ class VectorisedMLP:
         return d.mul_(h > 0)
 
     def forward(self, x: torch.Tensor):
-        """x (b, p) -> predictions z (b, M), plus the hidden activations for backward."""
+        """x (b, p) -> outputs z (b, M, d), plus the hidden activations for backward."""
         w1, b1, w2, b2, w3, b3 = self.params
         xb = x.unsqueeze(0).expand(self.m, -1, -1)
         h1 = self._act(torch.baddbmm(b1, xb, w1))
         h2 = self._act(torch.baddbmm(b2, h1, w2))
-        z = torch.baddbmm(b3, h2, w3).squeeze(-1).T
+        z = torch.baddbmm(b3, h2, w3).transpose(0, 1)
         return z, (xb, h1, h2)
 
-    def predict(self, x: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
-        return torch.cat([self.forward(x[i:i + chunk])[0] for i in range(0, len(x), chunk)])
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward(x)[0]
+
+    def eval(self) -> "VectorisedMLP":
+        return self           # no dropout or batch statistics: one mode
 
     def backward(self, dz: torch.Tensor, cache) -> None:
-        """Fill grad_flat with d(objective)/d(params) given dz = d objective / d z, shape (b, M)."""
+        """Fill grad_flat with d(objective)/d(params) given dz = d objective / d z, (b, M, d)."""
         xb, h1, h2 = cache
         _, _, w2, _, w3, _ = self.params
         gw1, gb1, gw2, gb2, gw3, gb3 = self.grads
-        d3 = dz.T.unsqueeze(-1)                                   # (M, b, 1)
+        d3 = dz.transpose(0, 1)                                   # (M, b, d)
         torch.bmm(h2.transpose(1, 2), d3, out=gw3)
         torch.sum(d3, dim=1, keepdim=True, out=gb3)
         d2 = self._scale_by_act_grad(torch.bmm(d3, w3.transpose(1, 2)), h2)

@@ -1,25 +1,27 @@
 """Reference trainer: M separate torch models in a Python loop, autograd and torch.optim.
 
-It does the same work as `sbfn_dist.ensemble.train_members` (same initial parameters, same
-batches, same delta) one member at a time. Tests use it to check the vectorised trainer and
-its hand-written gradients; benchmarks use it as the loop baseline. Not used for experiments.
+It does the same work as `sbfn_dist.members.train_mlp` (same initial parameters, same batches,
+same delta, the same geometry's loss) with one nn.Sequential per member. Tests use it to check
+the vectorised trainer and its hand-written gradients (squared loss and cross-entropy);
+benchmarks use it as the loop baseline. Not used for experiments.
 """
 
 import numpy as np
 import torch
 from torch import nn
 
-from sbfn_dist.diversity import wta_weights
-from sbfn_dist.ensemble import MemberConfig, batch_slices
+from sbfn_dist.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import layer_shapes, member_init
+from sbfn_dist.members import MLPConfig, batch_slices
 
 
-def build_member(n_features: int, cfg: MemberConfig, j: int) -> nn.Sequential:
+def build_member(n_features: int, cfg: MLPConfig, j: int, n_outputs: int = 1) -> nn.Sequential:
     act = nn.Tanh if cfg.activation == "tanh" else nn.ReLU
-    (p, k), (_, k2), (_, o) = layer_shapes(n_features, cfg.width)
+    (p, k), (_, k2), (_, o) = layer_shapes(n_features, cfg.width, n_outputs)
     dtype = getattr(torch, cfg.dtype)
     net = nn.Sequential(nn.Linear(p, k), act(), nn.Linear(k, k2), act(), nn.Linear(k2, o)).to(dtype)
-    init = member_init(n_features, cfg.width, cfg.init_scale, cfg.seed, j, cfg.init_scheme, dtype)
+    init = member_init(n_features, cfg.width, cfg.init_scale, cfg.seed, j, cfg.init_scheme, dtype,
+                       n_outputs)
     linears = [m for m in net if isinstance(m, nn.Linear)]
     with torch.no_grad():
         for lin, (w, b) in zip(linears, zip(init[::2], init[1::2])):
@@ -28,23 +30,27 @@ def build_member(n_features: int, cfg: MemberConfig, j: int) -> nn.Sequential:
     return net
 
 
-def train_members_looped(X: np.ndarray, y: np.ndarray, cfg: MemberConfig) -> list[nn.Sequential]:
+def train_members_looped(X: np.ndarray, y: np.ndarray, cfg: MLPConfig,
+                         n_outputs: int = 1) -> list[nn.Sequential]:
+    geometry = GEOMETRIES[cfg.geometry]
     dtype = getattr(torch, cfg.dtype)
-    x, yt = torch.as_tensor(X, dtype=dtype), torch.as_tensor(y, dtype=dtype)
+    x = torch.as_tensor(X, dtype=dtype)
+    yt = torch.as_tensor(y, dtype=dtype if cfg.geometry == "squared" else torch.int64)
     n = len(x)
-    nets = [build_member(x.shape[1], cfg, j) for j in range(cfg.n_members)]
+    nets = [build_member(x.shape[1], cfg, j, n_outputs) for j in range(cfg.n_members)]
     opts = [torch.optim.SGD(net.parameters(), lr=cfg.lr) for net in nets]
     for epoch in range(cfg.epochs):
         for idx in batch_slices(n, cfg, epoch):
             xb, yb = x[idx], yt[idx]
-            preds = [net(xb).squeeze(-1) for net in nets]
-            with torch.no_grad():
-                delta = wta_weights(torch.stack([(p - yb) ** 2 for p in preds], 1), cfg.epsilon)
-            for j, (net, opt, p) in enumerate(zip(nets, opts, preds)):
+            z = torch.stack([net(xb) for net in nets], 1)            # (b, M, d)
+            objective, _ = geometry.wta_loss(z, yb, cfg.epsilon)     # member j's term is its own
+            for opt in opts:
                 opt.zero_grad()
-                (delta[:, j] * (p - yb) ** 2).mean().backward()
-                with torch.no_grad():
+            objective.backward()
+            with torch.no_grad():
+                for net in nets:
                     for param in net.parameters():
                         param.grad.add_(torch.sign(param), alpha=cfg.lambda1 / n)
+            for opt in opts:
                 opt.step()
     return nets

@@ -7,14 +7,12 @@ name gives a homogeneous ensemble of that architecture.
 """
 
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import ENSEMBLE_KINDS, HOMOGENEOUS
 from sbfn_dist.learners.cnn import (ARCHITECTURES, STRATEGIES, Ensemble, MemberStack,
                                     build_member)
 
 __all__ = ["ARCHITECTURES", "ENSEMBLE_KINDS", "STRATEGIES", "Ensemble", "MemberStack",
            "build_ensemble", "build_member", "ensemble_archs"]
-
-HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}
-ENSEMBLE_KINDS = ("mixed", *HOMOGENEOUS, *ARCHITECTURES)
 
 
 def ensemble_archs(kind: str, n_members: int) -> list[str]:

@@ -1,0 +1,275 @@
+"""One fold's ensemble, per task: train the members once, then fit every combiner setting on them.
+
+run_trial (sbfn_dist.experiment) drives both tasks through the same steps:
+
+    ens = ENSEMBLES[task](cfg, fold)
+    members = ens.train()                      # on-the-fly combiners observe this
+    test = ens.test_hypotheses(members)        # D on the test part
+    for name, params, model, seconds in ens.fit(members):
+        scores = fold.score(ens.predict(model, test))
+
+Regression (squared loss): D (N, M) plus plug-in columns; the closed-form s-BFN fits its whole
+lambda2 path on the training part's D, G1/G2/G3 replay the recorded stream (or the frozen D).
+Classification (cross-entropy): D (N, M, C) member probabilities; the on-the-fly heads step on
+every member batch (Algorithm 2), the stacked heads and the tuned temperature fit on the
+validation part, the fixed rules need no fit.
+"""
+
+import math
+import time
+
+import numpy as np
+import torch
+
+from sbfn_dist.combiners import OnlineSBFN, fit_lambda_path, fit_online_grid
+from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
+                                                probability_average, tune_temperature)
+from sbfn_dist.combiners.mean import ArithmeticCombiner
+from sbfn_dist.diagnostics import (classification_diagnostics, count_parameters,
+                                   regression_diagnostics)
+from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, MLPConfig, StreamRecorder,
+                               train_cnn, train_mlp)
+from sbfn_dist.plugins import fit_plugins
+from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
+from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED
+
+# Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
+# paper's eta_alpha = 0.1, T = 3, alpha grows slowly and 10 epochs of a small validation part
+# leave the head under-confident (digits: NLL 1.74 after 30 steps, 0.08 after 900; accuracy is
+# flat), docs/method.md.
+STACK_MIN_STEPS = 1000
+
+
+def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
+    return MLPConfig(n_members=cfg.n_members, epsilon=cfg.epsilon, width=cfg.width,
+                     init_scale=cfg.init_scale, lambda1=cfg.lambda1, lr=cfg.lr,
+                     epochs=cfg.epochs, batch_size=cfg.batch_size, activation=cfg.activation,
+                     init_scheme=cfg.init_scheme, seed=fold_seed(cfg.seed, fold),
+                     device=resolve_device(cfg.device), dtype=cfg.dtype, geometry=geometry)
+
+
+def cnn_config(cfg, fold: int) -> CNNConfig:
+    sgd = cfg.optimizer == "sgd"
+    return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
+                     epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,
+                     lr=cfg.lr, momentum=cfg.momentum if sgd else CNNConfig.momentum,
+                     weight_decay=cfg.weight_decay, seed=fold_seed(cfg.seed, fold))
+
+
+class RegressionEnsemble:
+    """Squared loss: M MLP members, plug-in columns, and every regression combiner setting."""
+
+    def __init__(self, cfg, fold):
+        self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
+        self.mcfg = mlp_config(cfg, fold.index, "squared")
+        self.online = [n for n in cfg.combiners if n in ITERATIVE]
+        self.on_the_fly = bool(self.online) and cfg.online_regime == "on_the_fly"
+        self.recorder = None
+        if self.on_the_fly:
+            n = self.mcfg.epochs * len(fold.y_train)
+            self.recorder = StreamRecorder(n, cfg.n_members, getattr(torch, cfg.dtype))
+
+    def settings(self) -> list:
+        """(name, params) of every row the fold will have, in record order."""
+        lambdas = self.cfg.lambda2 if self.online or self._closed() else ()
+        rows = [(n, {"lambda2": float(lam)}) for n in self.online for lam in lambdas]
+        rows += [(n, {"lambda2": float(lam)}) for n in self._closed() for lam in lambdas]
+        return rows + [("arithmetic", {})] * ("arithmetic" in self.cfg.combiners)
+
+    def _closed(self) -> list:
+        return [n for n in CLOSED_FORM if n in self.cfg.combiners]
+
+    def train(self):
+        observers = [self.recorder] if self.recorder else []
+        members = train_mlp(self.fold.x_train, self.fold.y_train, self.mcfg, 1, observers)
+        plugins = self.cfg.plugin_members
+        self.plug = fit_plugins(plugins, self.fold.x_train, self.fold.y_train, self.fold.x_test,
+                                self.cfg.plugin_folds if plugins else 0, self.seed)
+        return members
+
+    def test_hypotheses(self, members):
+        """(D_test with the plug-in columns, seconds): the structured dataset of the test part."""
+        start = time.perf_counter()
+        d = _numpy(members.predict(self.fold.x_test))
+        return np.hstack([d, self.plug.test]), time.perf_counter() - start + self.plug.eval_seconds
+
+    def fit(self, members) -> list:
+        """(name, params, model, seconds) per setting; a shared fit's time is split evenly."""
+        d_train = np.hstack([_numpy(members.predict(self.fold.x_train)), self.plug.train])
+        y = self.fold.y_train
+        fitted = self._fit_online(d_train, y)
+        for name in self._closed():
+            linear = name == "sbfn_ls_linear"
+            start = time.perf_counter()
+            path = fit_lambda_path(d_train, y, list(self.cfg.lambda2), basis=self.cfg.sbfn_basis,
+                                   intercept=True if linear else self.cfg.sbfn_intercept,
+                                   linear=linear, seed=self.seed)
+            each = (time.perf_counter() - start) / len(path)
+            fitted += [(name, {"lambda2": float(m.lambda2)}, m, each) for m in path]
+        if "arithmetic" in self.cfg.combiners:
+            fitted.append(("arithmetic", {}, ArithmeticCombiner().fit(d_train, y), 0.0))
+        return fitted
+
+    def _fit_online(self, d_train, y) -> list:
+        cfg = self.cfg
+        if not self.online:
+            return []
+        models = [OnlineSBFN(n, lam, cfg.lr_alpha, cfg.get("window"), cfg.get("g3_basis"),
+                             cfg.epochs, self.seed)
+                  for n in self.online for lam in cfg.lambda2]
+        start = time.perf_counter()
+        if self.on_the_fly:
+            z, stream_y = self.recorder.arrays()
+            if self.plug.names:     # a plug-in is a frozen hypothesis beside the stream
+                z = np.hstack([z, self.plug.stream(self.mcfg)])
+            fit_online_grid(z, stream_y, self.mcfg.batch_size, models)
+        else:
+            for m in models:
+                m.fit(d_train, y)
+        each = (time.perf_counter() - start) / len(models)
+        return [(m.variant, {"lambda2": float(m.lambda2)}, m, each) for m in models]
+
+    def predict(self, model, d_test):
+        return model.predict(d_test)
+
+    def summary(self, members, d_test) -> dict:
+        """Member scores and diagnostics on the test part (plug-in columns excluded)."""
+        preds = self.fold.scaler.inverse_y(d_test[:, :self.cfg.n_members].T).T
+        rmse = np.sqrt(((preds - self.fold.y_test[:, None]) ** 2).mean(0))
+        return {"member_rmse_mean": float(rmse.mean()), "member_rmse_min": float(rmse.min()),
+                "member_rmse_max": float(rmse.max()), "plugin_seconds": self.plug.fit_seconds,
+                "flops_per_example": members.flops_per_example(self.fold.x_test),
+                **regression_diagnostics(preds, self.fold.y_test)}
+
+    def extra_seconds(self) -> float:
+        return self.plug.fit_seconds
+
+    def n_coef(self, model) -> int:
+        coef = getattr(model, "coef_", None)
+        return 0 if coef is None else int(np.size(coef)) + int(getattr(model, "intercept", False))
+
+
+class ClassificationEnsemble:
+    """Cross-entropy: M MLP (tables) or CNN (images) members and every classification combiner."""
+
+    def __init__(self, cfg, fold):
+        self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
+        self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
+
+    def settings(self) -> list:
+        return [(n, {}) for n in self.cfg.combiners]
+
+    def _head(self, name: str):
+        return make_head(name, self.cfg.get, self.fold.n_classes, self.seed, self.fold.device)
+
+    def train(self):
+        heads, fold, cfg = list(self.heads.values()), self.fold, self.cfg
+        if fold.images is not None:
+            return train_cnn(fold.images, fold.n_classes, cnn_config(cfg, fold.index), heads)
+        mcfg = mlp_config(cfg, fold.index, "cross_entropy")
+        return train_mlp(fold.x_train, fold.y_train, mcfg, fold.n_classes, heads)
+
+    def test_hypotheses(self, members):
+        """((logits, probabilities) of the test part, seconds)."""
+        start = time.perf_counter()
+        logits = members.scores(self.fold.x_test)
+        return (logits, torch.softmax(logits, 2)), time.perf_counter() - start
+
+    def fit(self, members) -> list:
+        # On-the-fly heads were fitted while the members trained; a fixed rule is its name.
+        fitted = [(n, {}, self.heads.get(n, n), 0.0) for n in self.cfg.combiners
+                  if n not in STACKED]
+        stacked = [n for n in self.cfg.combiners if n in STACKED]
+        if not stacked:
+            return fitted
+        val_logits = members.scores(self.fold.x_val)
+        val_probs = torch.softmax(val_logits, 2).float()
+        y_val = self.fold.y_val_tensor
+        for name in stacked:
+            start = time.perf_counter()
+            if name == "logit_mean_tuned":
+                model = tune_temperature(val_logits, y_val)
+            else:
+                model = self._stack(name, val_probs, y_val)
+            fitted.append((name, {}, model, time.perf_counter() - start))
+        order = {n: i for i, n in enumerate(self.cfg.combiners)}
+        return sorted(fitted, key=lambda f: order[f[0]])
+
+    def _stack(self, name: str, val_probs, y_val):
+        return fit_stacked_head(name, self.cfg.get, val_probs, y_val, self.seed)
+
+    def predict(self, model, test) -> np.ndarray:
+        """(N, C) probabilities of a combiner; base_avg: the members' own (N, M, C)."""
+        logits, probs = test
+        return combine(model, logits, probs).detach().cpu().numpy()
+
+    def summary(self, members, test) -> dict:
+        logits, probs = test
+        p = probs.cpu().numpy()
+        y = self.fold.y_test
+        acc = (p.argmax(2) == y[:, None]).mean(0)
+        return {"member_accuracy_mean": float(acc.mean()), "member_accuracy_min": float(acc.min()),
+                "member_accuracy_max": float(acc.max()),
+                "flops_per_example": members.flops_per_example(self.fold.x_test),
+                **classification_diagnostics(p, y)}
+
+    def extra_seconds(self) -> float:
+        return 0.0
+
+    def n_coef(self, model) -> int:
+        return count_parameters(model) if isinstance(model, torch.nn.Module) else 0
+
+
+def make_head(name: str, setting, n_classes: int, seed: int, device):
+    """The learned head `name` (paper, Table "Ensemble variants"), an s-BFN (Algorithm 2) or a
+    MoE gate, on the members' device (their probabilities stay there); `setting(field)` reads
+    the trial's or estimator's settings."""
+    m = setting("n_members")
+    if name.startswith("sbfn"):
+        head = SBFNClassifierHead(m, n_classes, setting("sbfn_units_per_member") * m,
+                                  setting("temperature"), setting("lr_alpha"), setting("row_norm"),
+                                  seed, setting("head_optimizer"), centre_init=setting("centre_init"))
+    else:
+        head = MoEGateHead(m, n_classes, lr=setting("lr_alpha"), optimizer=setting("head_optimizer"))
+    return head.to(device)
+
+
+def fit_stacked_head(name: str, setting, val_probs, y_val, seed: int):
+    """A head trained on held-out member probabilities (the stacking regime): `head_epochs`
+    epochs, or at least 10 epochs and STACK_MIN_STEPS steps, in batches of `batch_size`."""
+    b = setting("batch_size")
+    epochs = setting("head_epochs") or stacking_epochs(len(val_probs), b)
+    head = make_head(name, setting, val_probs.shape[2], seed, val_probs.device)
+    # Small batches: one thread, as for the members (a second one only spins under load).
+    with torch_threads(1 if b < SINGLE_THREAD_BELOW else torch.get_num_threads()):
+        return head.fit(val_probs, y_val, epochs, b, seed)
+
+
+def combine(model, logits, probs) -> torch.Tensor:
+    """A fitted classification combiner applied to member logits / probabilities (N, M, C)."""
+    if isinstance(model, torch.nn.Module):       # a learned head runs in its own dtype
+        return model.predict_proba_eval(probs.to(next(model.parameters()).dtype))
+    if isinstance(model, float):                 # the tuned temperature of logit averaging
+        return logit_average(logits, model)
+    return FIXED_RULES[model](logits, probs)
+
+
+# The combiners that need no fit; base_avg keeps the members' probabilities (scored per member,
+# then averaged, as the paper's "Base Avg.").
+FIXED_RULES = {
+    "logit_mean": lambda logits, probs: logit_average(logits),
+    "prob_mean": lambda logits, probs: probability_average(probs),
+    "base_avg": lambda logits, probs: probs,
+}
+
+
+def stacking_epochs(n_val: int, batch_size: int) -> int:
+    """Default stacking epochs: at least 10, and at least STACK_MIN_STEPS steps in all."""
+    return max(10, math.ceil(STACK_MIN_STEPS / math.ceil(n_val / batch_size)))
+
+
+def _numpy(d: torch.Tensor) -> np.ndarray:
+    return d.double().cpu().numpy()
+
+
+ENSEMBLES = {"regression": RegressionEnsemble, "classification": ClassificationEnsemble}

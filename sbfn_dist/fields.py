@@ -1,0 +1,422 @@
+"""Every setting of sbfn-dist, declared once: what it allows, its default, where it applies.
+
+`TrialConfig` (one `run_trial` call), the scikit-learn estimators and the records schema all read
+this table; no other module holds a default. A field applies to a trial only where its `when`
+holds: an image setting never applies to a table, an iterative combiner's step size only when an
+iterative combiner runs. `TrialConfig` refuses a field that does not apply (naming it and where it
+does), and the records leave it out, so a record holds only settings that were used.
+
+The table is in resolution order: `when` and context-dependent defaults and choices may read
+any field above them. Defaults that depend on the trial are keyed by scope, most specific first:
+"tabular regression" / "tabular classification" / "image classification", then the task, then
+the modality. `est` is the scikit-learn estimators' default where it differs, with the reason.
+Regression defaults follow the paper's Table "hyper"; image defaults its section "Deep Base
+Learners" (T = 3, eta_alpha = 0.1) with a CPU-friendly recipe; docs/method.md has the reasons.
+
+Torch-free on purpose: the analysis layer reads it through `sbfn_dist.records`.
+"""
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sbfn_dist.data import catalog
+from sbfn_dist.errors import DataError
+from sbfn_dist.tasks import (CLOSED_FORM, COMPETITORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
+                             STACKED, TASKS)
+
+# ------------------------------------------------------------------------- vocabularies
+SPLITS = ("kfold", "holdout", "fixed", "fixed_train_kfold")
+ACTIVATIONS = ("tanh", "relu")
+INIT_SCHEMES = ("scaled_default", "scaled_normal")
+DTYPES = ("float32", "float64")
+DEVICES = ("auto", "cpu", "cuda")
+ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
+HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}   # the paper's homogeneous kinds
+ENSEMBLE_KINDS = ("mixed", *HOMOGENEOUS, *ARCHITECTURES)
+OPTIMIZERS = ("sgd", "adam")
+REGIMES = ("on_the_fly", "plug_in")
+BASES = ("member", "kmeans")
+G3_BASES = ("exp", "quadratic")
+ROW_NORMS = ("layernorm", "sum", "none")
+CENTRE_INITS = ("kmeans++", "random")
+HEAD_OPTIMIZERS = ("sgd", "adam")
+COMPETITOR_GRIDS = ("default", "small")
+SEED_LIMIT = 2 ** 32        # numpy's range for integer seeds; keeps torch's derived seeds in range
+
+
+# ------------------------------------------------------------------------- constraints
+def _integral(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and type(v).__name__ != "bool_"
+
+
+def _real(v) -> bool:
+    return (isinstance(v, numbers.Real) and not isinstance(v, bool)
+            and type(v).__name__ != "bool_" and math.isfinite(v))
+
+
+class Int:
+    def __init__(self, lo: int, hi: int | None = None, note: str = ""):
+        self.lo, self.hi, self.note = lo, hi, note
+
+    def ok(self, v, ctx) -> bool:
+        return _integral(v) and v >= self.lo and (self.hi is None or v < self.hi)
+
+    def text(self, ctx) -> str:
+        span = f">= {self.lo}" if self.hi is None else f"in [{self.lo}, {self.hi})"
+        return f"an integer {span}" + (f" ({self.note})" if self.note else "")
+
+
+class Real:
+    def __init__(self, lo: float, hi: float = math.inf, lo_open: bool = False, hi_open=False,
+                 note: str = ""):
+        self.lo, self.hi, self.lo_open, self.hi_open, self.note = lo, hi, lo_open, hi_open, note
+
+    def ok(self, v, ctx) -> bool:
+        if not _real(v):
+            return False
+        above = v > self.lo if self.lo_open else v >= self.lo
+        below = v < self.hi if self.hi_open else v <= self.hi
+        return above and below
+
+    def text(self, ctx) -> str:
+        if self.hi == math.inf:
+            span = f"{'>' if self.lo_open else '>='} {self.lo:g}"
+        else:
+            span = (f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}"
+                    f"{')' if self.hi_open else ']'}")
+        return f"a finite number {span}" + (f" ({self.note})" if self.note else "")
+
+
+class OneOf:
+    """One of a fixed tuple, or of a tuple that depends on the trial (a function of ctx)."""
+
+    def __init__(self, choices, note: str = ""):
+        self.choices, self.note = choices, note
+
+    def allowed(self, ctx) -> tuple:
+        return self.choices(ctx) if callable(self.choices) else self.choices
+
+    def ok(self, v, ctx) -> bool:
+        return isinstance(v, str) and v in self.allowed(ctx)
+
+    def text(self, ctx) -> str:
+        return f"one of {self.allowed(ctx)}" + (f" ({self.note})" if self.note else "")
+
+
+class Bool:
+    def ok(self, v, ctx) -> bool:
+        return isinstance(v, bool) or type(v).__name__ == "bool_"
+
+    def text(self, ctx) -> str:
+        return "True or False"
+
+
+class Text:
+    def ok(self, v, ctx) -> bool:
+        return isinstance(v, str)
+
+    def text(self, ctx) -> str:
+        return "a string"
+
+
+class Labels:
+    def ok(self, v, ctx) -> bool:
+        return isinstance(v, dict)
+
+    def text(self, ctx) -> str:
+        return "a dict of labels carried into every record"
+
+
+class Maybe:
+    def __init__(self, inner, none: str):
+        self.inner, self.none = inner, none
+
+    def ok(self, v, ctx) -> bool:
+        return v is None or self.inner.ok(v, ctx)
+
+    def text(self, ctx) -> str:
+        return f"None ({self.none}) or {self.inner.text(ctx)}"
+
+
+class Items:
+    """A tuple of items (a list or one item is accepted and becomes a tuple)."""
+
+    def __init__(self, inner, min_len: int = 0, unique: bool = True):
+        self.inner, self.min_len, self.unique = inner, min_len, unique
+
+    def ok(self, v, ctx) -> bool:
+        return (isinstance(v, tuple) and len(v) >= self.min_len
+                and all(self.inner.ok(x, ctx) for x in v)
+                and (not self.unique or len(set(v)) == len(v)))
+
+    def text(self, ctx) -> str:
+        least = f"at least {self.min_len} " if self.min_len else ""
+        each = " (each at most once)" if self.unique else ""
+        return f"a list of {least}values, each {self.inner.text(ctx)}{each}"
+
+
+# ------------------------------------------------------------------------- context
+class Ctx:
+    """The values resolved so far for one trial (or estimator), with the questions `when` asks."""
+
+    def __init__(self, values: dict, estimator: bool = False):
+        self.values, self.estimator = values, estimator
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+    def get(self, name, default=None):
+        return self.values.get(name, default)
+
+    @property
+    def data(self) -> catalog.DataSet:
+        return catalog.lookup(self.values["dataset"])
+
+    @property
+    def task(self) -> str:
+        return self.values["task"]
+
+    @property
+    def modality(self) -> str:
+        return self.values.get("modality") or self.data.modality
+
+    @property
+    def tabular(self) -> bool:
+        return self.modality == "tabular"
+
+    @property
+    def image(self) -> bool:
+        return self.modality == "image"
+
+    @property
+    def regression(self) -> bool:
+        return self.task == "regression"
+
+    @property
+    def members(self) -> bool:
+        """Members are trained: some combiner runs (competitor-only trials train none)."""
+        return self.estimator or bool(self.values.get("combiners"))
+
+    def uses(self, *combiners) -> bool:
+        """Some combiner of the trial (or the estimator's one) is among `combiners`."""
+        ran = (self.values.get("combiner"),) if self.estimator else self.values.get("combiners", ())
+        return any(c in combiners for c in ran)
+
+    def scopes(self) -> tuple:
+        return (f"{self.modality} {self.task}", self.task, self.modality)
+
+
+# ------------------------------------------------------------------------- the table
+@dataclass(frozen=True)
+class Field:
+    name: str
+    check: Any                          # a constraint above
+    default: Any = None                 # a value, a dict keyed by scope, or a function of ctx
+    when: Callable = lambda ctx: True   # where the field applies
+    where: str = ""                     # where it applies, in words (for the refusal)
+    est: Any = "same"                   # the estimators' default where it differs ("same": not)
+    hyper: bool = True                  # a model hyper-parameter (analysis compares over it)
+    record: bool = True                 # recorded as a column of every record that used it
+    trial: bool = True                  # a TrialConfig field (False: estimator-only)
+    doc: str = ""
+
+    def default_for(self, ctx: Ctx):
+        value = self.default if not ctx.estimator or self.est == "same" else self.est
+        if callable(value) and not isinstance(value, type):
+            return value(ctx)
+        if isinstance(value, dict) and not isinstance(self.check, Labels):
+            for scope in ctx.scopes():
+                if scope in value:
+                    return value[scope]
+            raise KeyError(f"no default of {self.name} for {ctx.scopes()}")
+        return value
+
+
+def _combiner_choices(ctx):
+    return TASKS[ctx.task].combiners
+
+
+def _split_choices(ctx):
+    return SPLITS if ctx.tabular else ("holdout",)
+
+
+class TaskOf:
+    """A task the data set's target supports."""
+
+    def ok(self, v, ctx) -> bool:
+        return v in ctx.data.tasks
+
+    def text(self, ctx) -> str:
+        return (f"one of {ctx.data.tasks}: '{ctx['dataset']}' is a {ctx.data.task} data set "
+                "(a table with a class column is csv:PATH with task='classification')")
+
+
+TABULAR = "tabular data sets (MLP members)"
+IMAGES = "image data sets (CNN members)"
+MEMBERS = "trials that train members (at least one combiner)"
+
+FIELDS = [
+    # --- what runs: the data set, its task, what is evaluated
+    Field("dataset", Text(), "diabetes", hyper=False, doc="a catalog name or csv:PATH"),
+    Field("task", TaskOf(), lambda ctx: ctx.data.task, hyper=False,
+          doc="regression | classification (the data set's own by default; csv: both)"),
+    Field("combiners", Items(OneOf(_combiner_choices)), lambda ctx: TASKS[ctx.task].combiners,
+          record=False, doc="every combiner fitted on the same trained members"),
+    Field("competitors", Items(OneOf(COMPETITORS)), (), lambda ctx: ctx.tabular,
+          "tabular data sets", record=False,
+          doc="the paper's competitors (scikit-learn), run on the same folds"),
+    # --- data and split
+    Field("target", Maybe(Text(), "required"), None, lambda ctx: ctx.data is catalog.CSV,
+          "csv:PATH data sets (the built-in ones have a fixed target)", hyper=False, record=False,
+          doc="the CSV's target column (records carry the used target as `target`)"),
+    Field("data_dir", Maybe(Text(), "SBFN_DATA_DIR, then the cache"), None,
+          lambda ctx: ctx.data.files, "data sets read from files (not bundled ones)",
+          hyper=False, record=False),
+    Field("include_random_vars", Bool(), False, lambda ctx: ctx["dataset"] == "appliances",
+          "the appliances data set (its noise columns rv1, rv2)"),
+    Field("n_samples", Maybe(Int(10), "all rows"), None, lambda ctx: ctx.tabular, TABULAR,
+          doc="a seeded random subset of rows (sincos: rows generated)"),
+    Field("split", OneOf(_split_choices, "images: stratified holdout splits"),
+          {"tabular": "kfold", "image": "holdout"},
+          hyper=False, doc="tables: k-fold, holdout, a published split; images: holdout"),
+    Field("folds", Int(1, note=">= 2 for k-fold splits"),
+          {"tabular": 10, "image": 5}, lambda ctx: ctx["split"] != "fixed",
+          "split schemes other than 'fixed' (a published split is one split)", hyper=False,
+          doc="folds, or holdout splits"),
+    Field("fold", Maybe(Int(0), "every fold"), None, hyper=False, record=False,
+          doc="run one fold only (a sweep's unit of work); records carry `fold` anyway"),
+    Field("test_fraction", Real(0, 1, lo_open=True, hi_open=True), 0.2,
+          lambda ctx: ctx.tabular and ctx["split"] == "holdout",
+          "tabular data with split='holdout' (images take n_test)", hyper=False),
+    Field("seed", Int(0, SEED_LIMIT), 0, hyper=False),
+    Field("n_train", Maybe(Int(10), "the rest"), None, lambda ctx: ctx.image, IMAGES,
+          hyper=False, record=False, doc="member-training images per split"),
+    Field("n_test", Maybe(Int(10), "the official test-set size"), None, lambda ctx: ctx.image,
+          IMAGES, hyper=False, record=False),
+    Field("augment", Bool(), lambda ctx: ctx.data.augment, lambda ctx: ctx.image and ctx.members,
+          "image trials that train members", doc="crop (+ flip) augmentation of training images"),
+    # --- the M members (paper, Table "hyper"; Algorithms 1 and 2)
+    Field("n_members", Int(1, note="M = 1 is the single-hypothesis model"), 5,
+          lambda ctx: ctx.members, MEMBERS),
+    Field("epsilon", Real(0, 1, note="0 = pure winner-takes-all"),
+          {"regression": 0.1, "classification": 0.5}, lambda ctx: ctx.members, MEMBERS),
+    Field("lr", Real(0, lo_open=True), {"tabular regression": 0.03,
+                                        "tabular classification": 0.1, "image": 1e-3},
+          lambda ctx: ctx.members, MEMBERS, doc="eta_theta"),
+    # The estimator trains by mini-batches (b = 16, 20 epochs) where a trial follows
+    # Algorithm 1 (b = 1): a scikit-learn user expects fit to take seconds, not minutes.
+    Field("epochs", Int(1), {"tabular regression": 10, "tabular classification": 50,
+                             "image": 2},
+          lambda ctx: ctx.members, MEMBERS,
+          est={"tabular regression": 20, "tabular classification": 50, "image": 2}),
+    Field("batch_size", Int(1, note="1 = online, Algorithm 1"),
+          {"tabular regression": 1, "tabular classification": 16, "image": 128},
+          lambda ctx: ctx.members, MEMBERS,
+          est={"tabular regression": 16, "tabular classification": 16, "image": 128}),
+    # MLP members (paper, "Models Performance & Comparisons")
+    Field("width", Int(1), 50, lambda ctx: ctx.members and ctx.tabular, TABULAR, doc="kappa"),
+    # chi = 0.1 (paper's grid 1e-4 .. 1) barely moves two tanh layers in 20 mini-batch epochs
+    # (R^2 < 0.5 on scikit-learn's linear check problem); the estimator starts at chi = 1.
+    # Cross-entropy members need chi = 1 too: at 0.1 wine and iris stay near chance
+    # (logit-mean accuracy 0.40 / 0.75 vs 0.97 / 0.95, docs/method.md).
+    Field("init_scale", Real(0, lo_open=True), {"regression": 0.1, "classification": 1.0},
+          lambda ctx: ctx.members and ctx.tabular, TABULAR, est=1.0, doc="chi"),
+    Field("lambda1", Real(0), 0.0, lambda ctx: ctx.members and ctx.tabular, TABULAR,
+          doc="L1 penalty, lambda1 / N per step"),
+    Field("activation", OneOf(ACTIVATIONS), "tanh", lambda ctx: ctx.members and ctx.tabular,
+          TABULAR),
+    Field("init_scheme", OneOf(INIT_SCHEMES), "scaled_default",
+          lambda ctx: ctx.members and ctx.tabular, TABULAR),
+    # float64 makes an estimator's predictions independent of how rows are batched
+    # (scikit-learn checks this to 1e-7).
+    Field("dtype", OneOf(DTYPES), "float32", lambda ctx: ctx.members and ctx.tabular, TABULAR,
+          est="float64", hyper=False),
+    # CNN members (paper, "Deep Base Learners")
+    Field("ensemble", OneOf(ENSEMBLE_KINDS), "mixed", lambda ctx: ctx.members and ctx.image,
+          IMAGES, doc="mixed (heterogeneous) | cnn | resnet | an architecture"),
+    Field("optimizer", OneOf(OPTIMIZERS), "adam", lambda ctx: ctx.members and ctx.image, IMAGES),
+    Field("momentum", Real(0, 1), 0.9,
+          lambda ctx: ctx.members and ctx.image and ctx["optimizer"] == "sgd",
+          "image trials with optimizer='sgd'"),
+    Field("weight_decay", Real(0), 0.0, lambda ctx: ctx.members and ctx.image, IMAGES),
+    # --- combiner settings, each where its combiners run
+    Field("lambda2", Items(Real(0), min_len=1, unique=False), (0.0,),
+          lambda ctx: ctx.uses(*CLOSED_FORM, *ITERATIVE), "the s-BFN regression combiners",
+          est=1e-3, record=False, doc="every value is evaluated on the same members"),
+    Field("lr_alpha", Real(0, lo_open=True), {"regression": 0.03, "classification": 0.1},
+          lambda ctx: ctx.uses(*ITERATIVE, *LEARNED_HEADS),
+          "iterative s-BFN (g1, g2, g3) and learned heads (sbfn, moe and their stacked forms)",
+          doc="eta_alpha"),
+    Field("window", Int(2, note="G2/G3 need a spread"), 100, lambda ctx: ctx.uses("g2", "g3"),
+          "the g2 and g3 combiners", doc="k, G2/G3's recent-prediction window"),
+    Field("online_regime", OneOf(REGIMES), "on_the_fly", lambda ctx: ctx.uses(*ITERATIVE),
+          "the iterative combiners g1, g2, g3"),
+    Field("sbfn_basis", OneOf(BASES), "member", lambda ctx: ctx.uses(*CLOSED_FORM),
+          "the closed-form combiners sbfn_ls, sbfn_ls_linear"),
+    Field("sbfn_intercept", Bool(), False, lambda ctx: ctx.uses("sbfn_ls"),
+          "the sbfn_ls combiner (sbfn_ls_linear always has an intercept)"),
+    Field("g3_basis", OneOf(G3_BASES), "exp", lambda ctx: ctx.uses("g3"), "the g3 combiner"),
+    Field("plugin_members", Items(OneOf(COMPETITORS)), (),
+          lambda ctx: ctx.members and ctx.regression and not ctx.estimator,
+          "regression trials that train members", record=False,
+          doc="fitted predictors joining the M members as columns of D"),
+    Field("plugin_folds", Int(2, note="inner folds of the plug-ins"), 5,
+          lambda ctx: bool(ctx.get("plugin_members")), "trials with plugin_members"),
+    Field("temperature", Real(0, lo_open=True), 3.0, lambda ctx: ctx.uses(*SBFN_HEADS),
+          "the s-BFN classification heads (sbfn, sbfn_stacked)", doc="T"),
+    Field("sbfn_units_per_member", Int(1, note="K = k * M"), 4, lambda ctx: ctx.uses(*SBFN_HEADS),
+          "the s-BFN classification heads (sbfn, sbfn_stacked)"),
+    Field("row_norm", OneOf(ROW_NORMS), "layernorm", lambda ctx: ctx.uses(*SBFN_HEADS),
+          "the s-BFN classification heads (sbfn, sbfn_stacked)"),
+    Field("centre_init", OneOf(CENTRE_INITS), "kmeans++", lambda ctx: ctx.uses(*SBFN_HEADS),
+          "the s-BFN classification heads (sbfn, sbfn_stacked)"),
+    Field("head_optimizer", OneOf(HEAD_OPTIMIZERS), "sgd", lambda ctx: ctx.uses(*LEARNED_HEADS),
+          "the learned heads (sbfn, moe and their stacked forms)"),
+    Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
+          lambda ctx: ctx.uses("sbfn_stacked", "moe_stacked"), "the stacked heads"),
+    # --- the validation part that stacked combiners fit on
+    Field("n_val", Maybe(Int(1), "10% of the official training images"), None,
+          lambda ctx: ctx.image and ctx.uses(*STACKED),
+          "image trials with a stacked combiner (sbfn_stacked, moe_stacked, logit_mean_tuned)",
+          hyper=False, record=False),
+    Field("val_fraction", Real(0, 1, lo_open=True, hi_open=True), 0.2,
+          lambda ctx: ctx.tabular and ctx.uses(*STACKED),
+          "tabular classification with a stacked combiner", hyper=False,
+          doc="share of each training part held out for the stacked combiners"),
+    # --- competitors
+    Field("competitor_grid", OneOf(COMPETITOR_GRIDS), "small",
+          lambda ctx: bool(ctx.get("competitors")), "trials with competitors"),
+    # --- where it runs and what it is labelled
+    Field("device", OneOf(DEVICES), "auto", lambda ctx: ctx.members, MEMBERS, est="cpu",
+          hyper=False, doc="auto: CUDA when present; records carry the device used"),
+    Field("sweep", Text(), "", hyper=False),
+    Field("trial_id", Text(), "", hyper=False),
+    Field("extra", Labels(), {}, hyper=False, record=False,
+          doc="free-form labels carried into every record"),
+    # --- estimator-only parameters
+    Field("combiner", OneOf(_combiner_choices), {"regression": "sbfn_ls_linear",
+                                                 "classification": "sbfn"},
+          trial=False, doc="the estimator's one combiner"),
+    Field("random_state", Maybe(Int(0, SEED_LIMIT), "seed 0: fits are deterministic"), None,
+          trial=False),
+]
+BY_NAME = {f.name: f for f in FIELDS}
+TRIAL_FIELDS = tuple(f.name for f in FIELDS if f.trial)
+
+
+def field(name: str) -> Field:
+    return BY_NAME[name]
+
+
+def defaults(task: str, modality: str, estimator: bool = False) -> dict:
+    """Every default that is fixed by the task and modality alone (not by a data set's name)."""
+    ctx = Ctx({"task": task, "modality": modality, "optimizer": "sgd"}, estimator=estimator)
+    out = {}
+    for f in FIELDS:
+        try:
+            out[f.name] = f.default_for(ctx)
+        except (KeyError, DataError):
+            continue          # a default that depends on the data set itself
+    return out

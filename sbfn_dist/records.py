@@ -1,0 +1,165 @@
+"""The records of a trial -- one per (fold, model, setting) -- and the registry of their columns.
+
+Every record is built here: `base` (what all rows of a fold share), `for_model` (the settings
+one model used), `scored`, `diverged`, and `failed` (a sweep's trial that ran out of retries).
+Every column is registered in COLUMNS with its kind; the sweeps' progress and the analysis ask
+the registry (is this column a hyper-parameter? a score?) instead of keeping lists of their own,
+and a test checks that run_trial emits no column the registry does not know.
+
+Torch-free on purpose: the analysis layer imports this module and nothing else of the library.
+The columns are documented in docs/results-table.md.
+"""
+
+import json
+import math
+from dataclasses import dataclass
+
+from sbfn_dist import __version__
+from sbfn_dist.fields import FIELDS, Ctx
+from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, TASKS
+
+STATUSES = ("ok", "diverged", "failed")
+FAMILIES = ("sbfn", "competitor")
+# The sweeps' M = 1 reference trial: reported as its own model, never an M setting of "arithmetic".
+REFERENCE_MODEL = "single_network_M1"
+
+# One display name per model (the names the paper's tables use).
+MODEL_LABELS = {
+    # regression (paper, Tables "tableauc_test" / "tableenergy_test")
+    "sbfn_ls": "s-BFN least squares", "sbfn_ls_linear": "s-BFN least squares + linear",
+    "g1": "s-BFN G1", "g2": "s-BFN G2", "g3": "s-BFN G3", "arithmetic": "Arithmetic combiner",
+    REFERENCE_MODEL: "Single network (M = 1)",
+    "svm_rbf": "SVM-RBF", "random_forest": "Random forest", "gradient_boosting": "Gradient boosting",
+    # classification (paper, Table "tab:ensemble_variants")
+    "sbfn": "s-BFN", "sbfn_stacked": "s-BFN (stacked)", "moe": "MoE", "moe_stacked": "MoE (stacked)",
+    "logit_mean": "Mean", "logit_mean_tuned": "Mean (tuned T)", "prob_mean": "Prob. mean",
+    "base_avg": "Base avg.",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str          # identity | config | setting | data | score | diagnostic | member | timing | size | status
+    doc: str = ""
+    hyper: bool = False   # a hyper-parameter: configurations are compared over it
+
+
+def _columns() -> dict:
+    cols = [
+        Column("fold", "identity", "the fold (or split) this row was tested on"),
+        Column("model", "identity", "combiner or competitor name (MODEL_LABELS)"),
+        Column("family", "identity", "sbfn (a combiner of the members) or competitor"),
+        Column("role", "identity", "sweeps: ensemble, reference (M = 1) or competitors"),
+        Column("package_version", "identity", "sbfn-dist version that produced the row"),
+        Column("model_params", "setting", "JSON of the model's own setting", hyper=True),
+        Column("lambda2", "setting", "the regression combiner's lambda2 (NaN where none)", True),
+        Column("lambda2_grid", "config", "the lambda2 values the trial evaluated (JSON)"),
+        Column("plugin_members", "config", "JSON list of plug-in hypotheses in D", hyper=True),
+        Column("target", "data", "the target column; regression scores are in its unit"),
+        Column("target_unit", "data", "the target's unit ('' if unknown)"),
+        Column("n_classes", "data", "classes of a classification target"),
+        Column("n_train", "data", "rows (images) that trained the members"),
+        Column("n_val", "data", "held-out rows the stacked combiners fitted on"),
+        Column("n_test", "data", "rows every model is scored on"),
+        Column("status", "status", "ok, diverged or failed"),
+        Column("error", "status", "why the status is not ok"),
+        Column("members_train_seconds", "timing", "training the M members once"),
+        Column("plugin_seconds", "timing", "fitting the plug-ins (inner folds + refits)"),
+        Column("train_seconds", "timing", "members + plug-ins + this model's fit"),
+        Column("eval_seconds", "timing", "member forward pass on the test part + prediction"),
+        Column("n_params", "size", "trainable parameters of the members + the combiner"),
+        Column("n_params_members", "size", "trainable parameters of the members"),
+        Column("flops_per_example", "size", "forward FLOPs of the M members per example"),
+    ]
+    for task in TASKS.values():
+        cols += [Column(s, "score", f"{task.name} test score") for s in task.scores]
+        cols += [Column(f"member_{task.metric}_{stat}", "member",
+                        f"{stat} of the individual members' test {task.metric}")
+                 for stat in ("mean", "min", "max")]
+    cols += [Column(d, "diagnostic", "ensemble diagnostic on the test part (docs/diagnostics.md)")
+             for d in DIAGNOSTICS["classification"]]
+    cols += [Column(f.name, "config", f.doc, f.hyper) for f in FIELDS if f.trial and f.record]
+    return {c.name: c for c in cols}
+
+
+DIAGNOSTICS = {
+    "regression": ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity",
+                   "bregman_bias"),
+    "classification": ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity",
+                       "bregman_bias", "gibbs_risk", "disagreement", "mv_risk", "c_bound"),
+}
+COLUMNS = _columns()
+
+
+def is_hyperparameter(column: str) -> bool:
+    """Registered as a hyper-parameter; unregistered columns (a user's labels) never are."""
+    return column in COLUMNS and COLUMNS[column].hyper
+
+
+def metric_of(task: str) -> str:
+    return TASKS[task].metric
+
+
+def model_label(name: str) -> str:
+    return MODEL_LABELS.get(name, name)
+
+
+# ------------------------------------------------------------------------- building records
+def used_settings(config: dict, combiners=(), competitors=()) -> dict:
+    """The recorded config fields that a model running alone in the trial would use."""
+    values = {**config, "combiners": tuple(combiners), "competitors": tuple(competitors)}
+    ctx = Ctx(values)
+    out = {}
+    for f in FIELDS:
+        if f.trial and f.record and f.name in config and f.when(ctx):
+            out[f.name] = config[f.name]
+    if "lambda2" in config and ctx.uses(*CLOSED_FORM, *ITERATIVE):
+        out["lambda2_grid"] = json.dumps(list(config["lambda2"]))
+    if "plugin_members" in config and combiners:
+        out["plugin_members"] = json.dumps(list(config["plugin_members"]))
+    out.update(config.get("extra", {}))
+    return out
+
+
+def base(config: dict, fold: int, data: dict) -> dict:
+    """What every record of a fold shares: identity, data sizes and units, the run labels."""
+    rec = {"dataset": config["dataset"], "task": config["task"], "seed": config["seed"],
+           "sweep": config["sweep"], "trial_id": config["trial_id"], "fold": fold,
+           "package_version": __version__, **data}
+    rec.update(config.get("extra", {}))
+    return rec
+
+
+def for_model(base_rec: dict, config: dict, model: str, family: str) -> dict:
+    """The base plus every setting `model` used (competitors use no member or combiner field)."""
+    settings = (used_settings(config, combiners=(model,)) if family == "sbfn"
+                else used_settings(config, competitors=(model,)))
+    return {**base_rec, **settings, "model": model, "family": family}
+
+
+def scored(rec: dict, params: dict, scores: dict, status_error: str = "", **extra) -> dict:
+    """A finished row: its setting (`params`, JSON), its scores and timings."""
+    status = "ok" if not status_error else "diverged"
+    return {**rec, "model_params": json.dumps(params), **extra, "status": status,
+            "error": status_error, **scores}
+
+
+def diverged(rec: dict, params: dict, task: str, error: str) -> dict:
+    """A row whose members (or combiner) produced non-finite values: NaN scores."""
+    nan = {s: math.nan for s in TASKS[task].scores}
+    return {**rec, "model_params": json.dumps(params), "status": "diverged", "error": error, **nan}
+
+
+def failed(config: dict, error: str) -> dict:
+    """A sweep trial that ran out of retries: one row, no model."""
+    return {**base(config, math.nan if config.get("fold") is None else config["fold"], {}),
+            **used_settings(config, config.get("combiners", ()), config.get("competitors", ())),
+            "model": "", "family": "", "status": "failed", "error": error}
+
+
+def check(record: dict) -> None:
+    """Raise if a record holds a column the registry does not know (labels from `extra` aside)."""
+    unknown = [k for k in record if k not in COLUMNS]
+    if unknown:
+        raise KeyError(f"record columns {unknown} are not registered in sbfn_dist.records.COLUMNS")

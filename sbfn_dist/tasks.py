@@ -1,0 +1,62 @@
+"""The two tasks, framed as the paper frames them: by loss geometry (section "Loss Geometry and
+Centroid-based Ensemble Combiners"). Squared loss (Euclidean) for regression, cross-entropy
+(simplex) for classification.
+
+A Task is a declarative spec (torch-free, so analysis may read it): the geometry's name in
+`sbfn_dist.geometry.GEOMETRIES`, the headline metric and its direction, the score columns of
+every record, and the combiners and competitors a trial of the task may ask for. Code that
+depends on the task asks its Task (or its geometry) instead of branching on names.
+"""
+
+from dataclasses import dataclass
+
+# Regression combiners (paper, Table "s-BFN variants"). sbfn_ls_linear: the closed-form s-BFN
+# with an intercept and the raw member outputs as extra linear features (docs/method.md).
+CLOSED_FORM = ("sbfn_ls", "sbfn_ls_linear")
+ITERATIVE = ("g1", "g2", "g3")
+REGRESSION_COMBINERS = (*CLOSED_FORM, *ITERATIVE, "arithmetic")
+
+# Classification combiners (Table "Ensemble variants"): s-BFN and MoE heads on-the-fly
+# (Algorithm 2) or stacked on a validation part; "Mean" = logit averaging (optionally with a
+# temperature tuned on the validation part); probability averaging; "Base Avg." = the members'
+# average score.
+ON_THE_FLY_HEADS = ("sbfn", "moe")
+STACKED = ("sbfn_stacked", "moe_stacked", "logit_mean_tuned")
+SBFN_HEADS = ("sbfn", "sbfn_stacked")
+LEARNED_HEADS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked")
+CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean",
+                            "logit_mean_tuned", "prob_mean", "base_avg")
+
+# The paper's competitors; each task has its own scikit-learn model of the same name
+# (sbfn_dist.competitors).
+COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
+# Scores where larger is better (every other score is an error or a loss).
+HIGHER_IS_BETTER = ("accuracy", "r2")
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    geometry: str              # key of sbfn_dist.geometry.GEOMETRIES
+    metric: str                # the headline score: tables, search objective, "best so far"
+    higher_is_better: bool
+    scores: tuple              # the score columns of every scored record
+    combiners: tuple
+    competitors: tuple = COMPETITORS
+
+    def sign(self) -> int:
+        """+1 where smaller is better: `sign * value` is minimised."""
+        return -1 if self.higher_is_better else 1
+
+    @property
+    def mode(self) -> str:
+        """Ray Tune's / Optuna's name for the direction."""
+        return "max" if self.higher_is_better else "min"
+
+
+TASKS = {
+    "regression": Task("regression", "squared", "rmse", False, ("rmse", "mae", "r2"),
+                       REGRESSION_COMBINERS),
+    "classification": Task("classification", "cross_entropy", "accuracy", True,
+                           ("accuracy", "nll", "ece"), CLASSIFICATION_COMBINERS),
+}
