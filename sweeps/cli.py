@@ -61,9 +61,10 @@ def common_parser(description: str) -> argparse.ArgumentParser:
     g.add_argument("--num-samples", type=int, default=20, help="Optuna trials (--search optuna)")
     g.add_argument("--search-seed", type=int, default=0)
     g.add_argument("--objective", default="", help="model that search and 'best so far' use "
-                   "(default: sbfn_ls for regression, sbfn for images)")
+                   "(default: sbfn_ls for regression, sbfn for classification)")
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any trial config field for every trial (e.g. --set epochs=3)")
+                   help="set a trial config field for every trial it applies to (e.g. --set "
+                   "epochs=3); one that applies to no trial is refused")
     return p
 
 

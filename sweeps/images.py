@@ -9,6 +9,7 @@ probability averaging are all evaluated on it. Common options (Ray, storage, MLf
 --set epochs=... n_train=... for a reduced budget): --help.
 """
 
+from sbfn_dist.fields import defaults
 from sweeps.cli import common_parser, flatten, number_list, options, run
 from sweeps.spaces import IMAGE_ENSEMBLES, image_sweep
 
@@ -20,7 +21,8 @@ def parser_for(dataset: str):
     g.add_argument("--members", nargs="+", type=number_list(int, 1, 100, "M values"))
     g.add_argument("--ensembles", nargs="+", help=f"from {', '.join(IMAGE_ENSEMBLES)} "
                    "or an architecture (simple_cnn, resnet_tiny1, resnet_tiny2)")
-    g.add_argument("--splits", type=int, default=5, help="repeated holdout splits")
+    g.add_argument("--splits", type=int, help="repeated holdout splits (default: "
+                   f"{defaults('classification', 'image')['folds']})")
     return p
 
 
@@ -30,7 +32,7 @@ def build_for(dataset: str):
         ensembles = [e for part in args.ensembles or [] for e in part.split(",") if e] or None
         spec = image_sweep(dataset, splits=args.splits, members=flatten(args.members),
                            epsilons=flatten(args.epsilons), ensembles=ensembles)
-        return spec, args, options(args, dataset, "sbfn")
+        return spec, args, options(args, dataset, spec.objective)
     return build
 
 

@@ -4,13 +4,12 @@
     best rmse 0.312 (sbfn_ls, M10_eps0.35_s0) | 3m05s elapsed, ~8m left
 """
 
-import json
 import sys
 import time
 
 from ray.tune import Callback
 
-from sbfn_dist.config import task_of
+from sbfn_dist import records
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of
 
@@ -40,14 +39,7 @@ class StoreKeeper(Callback):
         config = self.resolve(trial.config)
         if all(self.store.has_part(config["trial_id"], f) for f in folds_of(config)):
             return  # every fold is in the store: the work is done, whatever Tune's state says
-        record = {k: v for k, v in config.items() if k not in ("extra", "combiners", "competitors",
-                                                               "lambda2")}
-        # Encoded as run_trial's records encode it (sbfn_dist.experiment.base_record): a raw
-        # list beside their JSON strings makes results.parquet unwritable.
-        record["plugin_members"] = json.dumps(list(record.get("plugin_members", ())))
-        record.update(config["extra"], model="", family="", status="failed",
-                      error=error_text(trial), task=task_of(config["dataset"]))
-        self.store.write_failed(config["trial_id"], record)
+        self.store.write_failed(config["trial_id"], records.failed(config, error_text(trial)))
         self._consolidate()
 
     def on_experiment_end(self, trials, **info):

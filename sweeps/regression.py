@@ -11,36 +11,9 @@ the same folds. Common options (Ray, storage, MLflow, resume): --help.
 
 import sys
 
-from sweeps.cli import common_parser, flatten, number_list, options, run
-from sweeps.spaces import COMPETITORS, REGRESSION_GRIDS, regression_sweep
+from sweeps.tabular import command
 
-
-def build(argv):
-    p = common_parser(__doc__)
-    g = p.add_argument_group("the grid")
-    g.add_argument("--dataset", default="air_quality",
-                   help="air_quality | appliances | diabetes | sincos | csv:PATH")
-    g.add_argument("--grid", default="regression80",
-                   help=f"one of {', '.join(REGRESSION_GRIDS)}")
-    g.add_argument("--folds", type=int, default=10)
-    g.add_argument("--seeds", type=int, default=1, help="repetitions with seeds 0..N-1")
-    g.add_argument("--members", nargs="+", type=number_list(int, 1, 1000, "M values"))
-    g.add_argument("--epsilons", nargs="+", type=number_list(float, 0.0, 1.0, "ε values"))
-    g.add_argument("--lambda2", nargs="+", type=number_list(float, 0.0, 1e6, "λ2 values"))
-    g.add_argument("--competitors", default=",".join(COMPETITORS),
-                   help="comma list, or 'none' (default: all three)")
-    args = p.parse_args(argv)
-    competitors = [] if args.competitors == "none" else args.competitors.split(",")
-    spec = regression_sweep(args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
-                            members=flatten(args.members), epsilons=flatten(args.epsilons),
-                            lambda2=flatten(args.lambda2), competitors=competitors)
-    dataset = args.dataset.rsplit("/", 1)[-1].removeprefix("csv:").removesuffix(".csv")
-    return spec, args, options(args, f"{dataset}-{args.grid}", "sbfn_ls")
-
-
-def main(argv=None) -> int:
-    return run(build, argv)
-
+build, main = command("regression", __doc__)
 
 if __name__ == "__main__":
     sys.exit(main())

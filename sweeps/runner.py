@@ -16,7 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.summary import REFERENCE_MODEL, comparison_table
+from sbfn_dist.fields import field as config_field
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.summary import comparison_table
 from sweeps.spaces import SweepSpec
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
@@ -73,14 +75,37 @@ class SweepOutcome:
     max_running: int = 0
 
 
+def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
+    """The settings every trial starts from: the grid's base and the user's --set."""
+    return {**spec.base, **opts.overrides}
+
+
 def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
     """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
-    base = {**spec.base, **opts.overrides}
-    configs = [trial_config(t, base, opts.name) for t in spec.trials()]
+    base, trials = shared(spec, opts), spec.trials()
+    configs = [trial_config(t, base, opts.name) for t in trials]
+    _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):
         raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
     return configs
+
+
+def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kind: str) -> None:
+    """A --set (or --data-dir) that no trial uses would change nothing, yet look as if it had:
+    refuse it. A trial uses it where it applies and the trial sets no value of its own."""
+    for key, value in overrides.items():
+        applies = [key not in t for t, c in zip(trials, configs) if key in c]
+        if any(applies):
+            continue
+        if applies:
+            raise ConfigError(key, value, "a setting some trial of this sweep takes from the "
+                              "shared settings, but every trial it applies to sets its own (a "
+                              "grid axis, the seeds, the reference); change the grid instead "
+                              "(e.g. --members, --epsilons, --seeds, --splits)")
+        raise ConfigError(key, value, f"a setting that applies to some trial of this sweep; it "
+                          f"applies only to {config_field(key).where} (this sweep: {kind}); "
+                          "leave it out")
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
@@ -114,7 +139,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
               else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
               "n_folds_expected": sum(len(folds_of(c)) for c in configs),
-              "base": {**spec.base, **opts.overrides}, "command": opts.command}
+              "base": shared(spec, opts), "command": opts.command}
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
@@ -133,11 +158,9 @@ def _preflight_data(config: dict, opts: SweepOptions) -> None:
     """Load the data once here (local runs) so a missing file stops the sweep, not every trial."""
     if opts.address:
         return  # the workers, not this machine, hold the data on a cluster
-    from sbfn_dist.data import images, tabular
-    if config["dataset"] in images.IMAGE_DATASETS:
-        images.load_images(config["dataset"], data_dir=config["data_dir"])
-    else:
-        tabular.load_tabular(config["dataset"], data_dir=config["data_dir"], target=config["target"])
+    from sbfn_dist.config import TrialConfig
+    from sbfn_dist.experiment import load_data
+    load_data(TrialConfig(config))      # planned configs are validated already
 
 
 def _connect(opts: SweepOptions) -> str:
@@ -150,7 +173,7 @@ def _connect(opts: SweepOptions) -> str:
 
 def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict]):
     from ray import tune
-    base = {**spec.base, **opts.overrides}
+    base = shared(spec, opts)
     resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
     trainable = tune.with_resources(
         tune.with_parameters(sweep_trainable, base=base, sweep=opts.name, results_uri=store.location,
@@ -198,8 +221,7 @@ def _callbacks(spec, opts, store, configs, resolve):
     tracking_uri = None
     if opts.mlflow:
         tracking_uri, artifacts = _tracking_store(opts, store)
-        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
-                 "metric_prefix": "rmse/" if spec.task == "regression" else "accuracy/"}
+        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task}
         callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts))
     return callbacks, progress, tracking_uri
 
@@ -292,7 +314,9 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
 def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     """Competitors have no M or ε; the M = 1 reference is its own model, one setting per
     learning rate (two references must never be averaged together)."""
-    rows = rows.astype({a: object for a in axes})
+    # Competitor rows have no M: results.parquet holds the column as floats (label 2, not 2.0).
+    rows = rows.assign(**{a: rows[a].map(lambda v: f"{v:g}" if isinstance(v, float) else v)
+                          .astype(object) for a in axes})
     role = rows["role"] if "role" in rows else pd.Series("ensemble", index=rows.index)
     rows.loc[role != "ensemble", axes] = "-"
     reference = role == "reference"
@@ -305,7 +329,7 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
 
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     table = outcome.table
-    metric = "rmse" if spec.task == "regression" else "accuracy"
+    metric = metric_of(spec.task)
     # Diverged rows go in too: the table counts them (not_ok) instead of hiding the model.
     rows = table[table["status"] != "failed"] if len(table) else table
     failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0

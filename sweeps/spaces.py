@@ -1,18 +1,23 @@
 """The named sweeps as data: which trials a grid holds and which settings they share.
 
-A sweep is a base config (TrialConfig fields every trial shares) and a list of per-trial
-overrides. One override is one Ray trial. Granularity (docs/sweeps.md): a regression trial runs
-all its CV folds in one process (a fold of Air Quality takes seconds, a process start 2.5 s),
-an image trial runs one holdout split (minutes). Combiner-only settings (λ2, T, η_α, K) are
-never a trial axis: every trial evaluates all of them on the hypotheses it trained once.
+A sweep is a base config (TrialConfig fields every trial shares; each trial drops those that do
+not apply to it) and a list of per-trial overrides. One override is one Ray trial. Granularity
+(docs/sweeps.md): a tabular trial runs all its CV folds in one process (a fold of Air Quality
+takes seconds, a process start 2.5 s), an image trial runs one holdout split (minutes).
+Combiner-only settings (λ2, T, η_α, K) are never a trial axis: every trial evaluates all of them
+on the hypotheses it trained once.
+
+Settings the grids do not name are the library's defaults for the trial (sbfn_dist/fields.py),
+so a default lives in one place.
 """
 
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from sbfn_dist.combiners import CLASSIFICATION_COMBINERS, REGRESSION_COMBINERS
-from sbfn_dist.config import task_of
+from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.fields import defaults
+from sbfn_dist.tasks import TASKS
 
 # Paper, Table "hyper" (tab:hyperparams).
 PAPER_MEMBERS = (2, 5, 10, 20, 35)
@@ -23,29 +28,82 @@ PAPER_FULL_AXES = {
     "init_scale": (0.0001, 0.01, 0.1, 1.0), "epsilon": PAPER_EPSILONS,
     "lambda1": (0.0, 0.0001, 0.01, 0.07),
 }
-COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
+# Paper, "Multiple Hypothesis Deep Ensembles": the classification ε axis (images and tables).
+CLASSIFICATION_EPSILONS = (0.0, 0.1, 0.3, 0.5, 0.8)
 
-# The κ, η, χ, λ1 the regression80 grid holds fixed (the paper tunes them over Table "hyper"
-# without reporting the chosen values; docs/sweeps.md explains these choices).
-REGRESSION_PRESETS = {
-    "air_quality": {"width": 50, "lr": 0.03, "init_scale": 0.1, "lambda1": 0.0,
-                    "epochs": 5, "batch_size": 1},
-    "appliances": {"width": 50, "lr": 0.03, "init_scale": 0.1, "lambda1": 0.0,
-                   "epochs": 5, "batch_size": 1},
-    "diabetes": {"width": 50, "lr": 0.03, "init_scale": 0.1, "lambda1": 0.0,
-                 "epochs": 20, "batch_size": 1},
+
+@dataclass(frozen=True)
+class Grid:
+    axes: dict                     # member settings crossed, in this order (M: largest first)
+    folds: int | None = None       # None: the library's default (10-fold CV) unless --folds
+
+
+# The tabular grids per task. regression80: the paper's 5 M x 4 ε, each trial with every λ2
+# (5 x 4 x 4 = 80 configurations from 20 trainings); paper-full: all of Table "hyper" (meant
+# for --search optuna); classification25: the paper's M x the deep ensembles' ε; demo: small
+# and quick on bundled data.
+TABULAR_GRIDS = {
+    "regression": {
+        "regression80": Grid({"n_members": PAPER_MEMBERS, "epsilon": PAPER_EPSILONS}),
+        "paper-full": Grid(PAPER_FULL_AXES),
+        "demo": Grid({"n_members": (2, 5, 10), "epsilon": (0.0, 0.35)}, folds=5),
+    },
+    "classification": {
+        "classification25": Grid({"n_members": PAPER_MEMBERS, "epsilon": CLASSIFICATION_EPSILONS}),
+        "demo": Grid({"n_members": (2, 5, 10), "epsilon": (0.0, 0.5)}, folds=5),
+    },
 }
-DEFAULT_PRESET = REGRESSION_PRESETS["air_quality"]
 
-# Paper, "Multiple Hypothesis Deep Ensembles": the image sweep's axes.
-IMAGE_EPSILONS = (0.0, 0.1, 0.3, 0.5, 0.8)
+# What a tabular grid holds fixed beyond the library's defaults, per task and data set ("*":
+# any other). Regression: the paper tunes κ, η_θ, χ, λ1 over Table "hyper" without reporting
+# the values kept; the grids take the library's (κ = 50, η_θ = 0.03, χ = 0.1, λ1 = 0, online
+# b = 1) and train 5 epochs, 20 on diabetes (442 rows), docs/sweeps.md. Classification: the
+# library's defaults (50 epochs at b = 16, η_θ = 0.1, χ = 1) were chosen on wine and iris.
+TABULAR_PRESETS = {
+    "regression": {"*": {"epochs": 5}, "diabetes": {"epochs": 20}},
+    "classification": {"*": {}},
+}
+
+# Combiner settings every trial of a tabular grid evaluates on its one set of members.
+RIDE_ALONG = {"regression": {"lambda2": PAPER_LAMBDA2}, "classification": {}}
+
+# The M = 1 reference: one network, no diversity, through the combiner that is the network
+# itself. Regression: "arithmetic". Classification: at M = 1 logit, probability and base
+# averaging all return the network's own prediction; "logit_mean" is the paper's "Mean". The
+# heads (sbfn, moe) would put a learned layer over it, and the stacked ones would hold out a
+# validation part, so it would train on fewer rows than the competitors. Plug-in hypotheses
+# (--set plugin_members=...) never join it: it stays one network.
+REFERENCE = {
+    "regression": {"n_members": 1, "epsilon": 0.0, "combiners": ["arithmetic"],
+                   "plugin_members": []},
+    "classification": {"n_members": 1, "epsilon": 0.0, "combiners": ["logit_mean"]},
+}
+# Regression also trains it at a tenth of the learning rate: a single network takes the full
+# residual step on every sample (at M >= 2 the ε-WTA weights share it out), and on Appliances'
+# heavy-tailed target it diverged at lr = 0.03 in every fold (docs/sweeps.md). Cross-entropy's
+# step in the logits (softmax - one-hot) is bounded and its members train in batches, so
+# classification needs no second one.
+REFERENCE_LR_FACTORS = {"regression": (1.0, 0.1), "classification": (1.0,)}
+
+# The model whose best mean drives search and "best so far", per task.
+OBJECTIVES = {"regression": "sbfn_ls", "classification": "sbfn"}
+
+# Paper, "Multiple Hypothesis Deep Ensembles": the image sweep's axes. The member recipe
+# (batch 128, Adam at 1e-3, T = 3 and η_α = 0.1 for the s-BFN head: the paper's stated values)
+# is the library's image default; the sweep trains 10 epochs instead of its CPU-sized 2.
 IMAGE_MEMBERS = (2, 5, 10)
 IMAGE_ENSEMBLES = ("mixed", "cnn", "resnet")
-IMAGE_PRESET = {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 1e-3,
-                "temperature": 3.0, "lr_alpha": 0.1}
+IMAGE_PRESET = {"epochs": 10}
 
-REGRESSION_GRIDS = ("regression80", "paper-full", "demo")
-IMAGE_DATASETS = ("cifar10", "mnist", "fashion_mnist", "digits")
+# --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), 256
+# training images, 1 epoch (images). Classification's stacked heads train 20 epochs instead of
+# their 1,000-step minimum (about 500 epochs of wine's 28-row validation part).
+SMOKE = {
+    "tabular regression": {"folds": 3, "n_samples": 300, "epochs": 2},
+    "tabular classification": {"folds": 3, "n_samples": 300, "epochs": 10, "head_epochs": 20},
+    "image classification": {"epochs": 1, "n_train": 256, "n_val": 64, "n_test": 256,
+                             "batch_size": 64},
+}
 
 
 @dataclass(frozen=True)
@@ -53,25 +111,32 @@ class SweepSpec:
     """Everything that decides a sweep's trials; `trials()` lists them in a fixed order."""
     grid: str
     dataset: str
-    base: dict
+    base: dict                    # holds "task": the config's, so csv:PATH sweeps either task
     axes: dict                    # name -> values, crossed in this order
     extra_trials: tuple = ()      # overrides outside the product (reference, competitors)
-    repeat_axis: dict = field(default_factory=dict)  # seeds (regression) or splits (images)
-    metric: str = "objective"
-    mode: str = "min"
+    repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
 
     @property
     def task(self) -> str:
-        return task_of(self.dataset)
+        return self.base["task"]
+
+    @property
+    def kind(self) -> str:
+        return f"{catalog.lookup(self.dataset).modality} {self.task}"
+
+    @property
+    def mode(self) -> str:
+        return TASKS[self.task].mode
+
+    @property
+    def objective(self) -> str:
+        return OBJECTIVES[self.task]
 
     def trials(self) -> list[dict]:
         names = list(self.axes)
         grid = [dict(zip(names, values)) for values in product(*self.axes.values())]
         grid = [dict(t) for t in self.extra_trials] + grid
         return [{**t, **rep} for rep in _expand(self.repeat_axis) for t in grid]
-
-    def with_overrides(self, **base) -> "SweepSpec":
-        return replace(self, base={**self.base, **base})
 
 
 def _largest_first(values) -> tuple:
@@ -85,48 +150,63 @@ def _expand(axis: dict) -> list[dict]:
     return [{name: v} for v in values]
 
 
-def regression_sweep(dataset: str, grid: str, *, folds: int = 10, seeds: int = 1,
-                     members=None, epsilons=None, lambda2=None, competitors=COMPETITORS) -> SweepSpec:
-    """regression80: M × ε (20 trials) + the M = 1 reference + one competitors trial, per seed.
-
-    Each trial runs every fold and every λ2 on the same hypotheses, so the paper's
-    5 × 4 × 4 = 80 configurations come from 20 trainings per fold."""
-    if grid not in REGRESSION_GRIDS:
-        raise ConfigError("grid", grid, f"one of {REGRESSION_GRIDS} for regression data sets")
-    if task_of(dataset) != "regression":
-        raise ConfigError("dataset", dataset, "a regression data set for sweeps.regression "
-                          "(image data sets: python -m sweeps.cifar10 / mnist / fashion_mnist)")
-    preset = REGRESSION_PRESETS.get(dataset, DEFAULT_PRESET)
-    base = {"dataset": dataset, "folds": folds, "split": "kfold", **preset,
-            "lambda2": list(lambda2 or PAPER_LAMBDA2), "combiners": list(REGRESSION_COMBINERS),
-            "competitors": [], "competitor_grid": "small"}
+def tabular_sweep(task: str, dataset: str, grid: str, *, folds: int | None = None,
+                  seeds: int = 1, members=None, epsilons=None, competitors=None,
+                  **settings) -> SweepSpec:
+    """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
+    per seed. Each trial runs every fold and every combiner (with every value of the combiner
+    settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses."""
+    _check_tabular(task, dataset, grid, settings)
+    spec = TABULAR_GRIDS[task][grid]
+    folds = spec.folds if folds is None else folds
+    given = {k: v for k, v in settings.items() if v is not None}
+    base = {"dataset": dataset, "task": task, **_preset(task, dataset),
+            **({} if folds is None else {"folds": folds}),
+            **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
+    given = {"n_members": members, "epsilon": epsilons}
+    axes = {k: tuple(v if given.get(k) is None else given[k]) for k, v in spec.axes.items()}
     # Largest M first (with the competitors and the reference before them): the longest trials
     # start first, so the sweep does not end waiting on one big trial.
-    axes = {"n_members": _largest_first(members or PAPER_MEMBERS),
-            "epsilon": tuple(PAPER_EPSILONS if epsilons is None else epsilons)}
-    if grid == "paper-full":
-        axes = {k: tuple(axes.get(k, v)) for k, v in PAPER_FULL_AXES.items()}
-    if grid == "demo":
-        base.update(folds=min(folds, 5), competitor_grid="small")
-        axes = {"n_members": _largest_first(members or (2, 5, 10)),
-                "epsilon": tuple((0.0, 0.35) if epsilons is None else epsilons)}
-    extra = (*_reference_trials(base["lr"]), *(_competitor_trial(c) for c in competitors))
+    axes["n_members"] = _largest_first(axes["n_members"])
+    competitors = TASKS[task].competitors if competitors is None else competitors
+    extra = (*_reference_trials(task, base), *(_competitor_trial(c) for c in competitors))
     return SweepSpec(grid=grid, dataset=dataset, base=base, axes=axes, extra_trials=extra,
                      repeat_axis={"seed": tuple(range(seeds))})
 
 
-# The M = 1 reference also trains at a tenth of the learning rate: a single network takes the
-# full residual step on every sample (at M >= 2 the ε-WTA weights share it out), and on
-# Appliances' heavy-tailed target it diverged at lr = 0.03 in every fold (docs/sweeps.md).
-REFERENCE_LR_FACTORS = (1.0, 0.1)
+def regression_sweep(dataset: str, grid: str, **options) -> SweepSpec:
+    return tabular_sweep("regression", dataset, grid, **options)
 
 
-def _reference_trials(lr: float) -> list[dict]:
-    # M = 1: one network, no diversity; its "arithmetic" combiner is the network itself.
-    # Plug-in hypotheses (--set plugin_members=...) never join it: it stays one network.
-    one = {"n_members": 1, "epsilon": 0.0, "combiners": ["arithmetic"], "plugin_members": [],
-           "role": "reference"}
-    return [one if f == 1.0 else {**one, "lr": round(lr * f, 12)} for f in REFERENCE_LR_FACTORS]
+def classification_sweep(dataset: str, grid: str, **options) -> SweepSpec:
+    return tabular_sweep("classification", dataset, grid, **options)
+
+
+def _check_tabular(task: str, dataset: str, grid: str, settings: dict) -> None:
+    for name in set(settings) - set(RIDE_ALONG[task]):
+        raise ConfigError(name, settings[name], f"a combiner setting {task} grids evaluate in "
+                          f"every trial: one of {tuple(RIDE_ALONG[task])}")
+    if grid not in TABULAR_GRIDS[task]:
+        raise ConfigError("grid", grid, f"one of {tuple(TABULAR_GRIDS[task])} for {task} "
+                          "data sets")
+    data = catalog.lookup(dataset)
+    if data.modality != "tabular" or task not in data.tasks:
+        known = ", ".join(catalog.names("tabular", task))
+        raise ConfigError("dataset", dataset, f"a {task} data set for sweeps.{task} ({known}, "
+                          "or csv:PATH with --set target=COLUMN); image data sets: python -m "
+                          "sweeps.cifar10 / mnist / fashion_mnist")
+
+
+def _preset(task: str, dataset: str) -> dict:
+    presets = TABULAR_PRESETS[task]
+    return presets.get(dataset, presets["*"])
+
+
+def _reference_trials(task: str, base: dict) -> list[dict]:
+    lr = {**defaults(task, "tabular"), **base}["lr"]
+    one = {**REFERENCE[task], "role": "reference"}
+    return [one if f == 1.0 else {**one, "lr": round(lr * f, 12)}
+            for f in REFERENCE_LR_FACTORS[task]]
 
 
 def _competitor_trial(name: str) -> dict:
@@ -134,30 +214,25 @@ def _competitor_trial(name: str) -> dict:
     return {"combiners": [], "competitors": [name], "role": "competitors"}
 
 
-def image_sweep(dataset: str, *, splits: int = 5, members=None, epsilons=None,
+def image_sweep(dataset: str, *, splits: int | None = None, members=None, epsilons=None,
                 ensembles=None) -> SweepSpec:
     """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial."""
-    if dataset not in IMAGE_DATASETS:
-        raise ConfigError("dataset", dataset, f"one of {IMAGE_DATASETS}")
-    base = {"dataset": dataset, "folds": splits, "split": "holdout", **IMAGE_PRESET,
-            "combiners": list(CLASSIFICATION_COMBINERS)}
+    if catalog.lookup(dataset).modality != "image":
+        raise ConfigError("dataset", dataset, f"one of {catalog.names('image')}")
+    splits = defaults("classification", "image")["folds"] if splits is None else splits
+    base = {"dataset": dataset, "task": "classification", "folds": splits, **IMAGE_PRESET}
     axes = {"ensemble": tuple(ensembles or IMAGE_ENSEMBLES),
             "n_members": _largest_first(members or IMAGE_MEMBERS),
-            "epsilon": tuple(IMAGE_EPSILONS if epsilons is None else epsilons)}
+            "epsilon": tuple(CLASSIFICATION_EPSILONS if epsilons is None else epsilons)}
     return SweepSpec(grid=dataset, dataset=dataset, base=base, axes=axes,
-                     repeat_axis={"fold": tuple(range(splits))}, mode="max")
+                     repeat_axis={"fold": tuple(range(splits))})
 
 
 def smoke(spec: SweepSpec) -> SweepSpec:
-    """A tiny version of the same sweep: two values per axis, little data, one epoch."""
+    """A tiny version of the same sweep: two values per axis, the first seed or split, one
+    reference and one competitor, little data, few epochs (SMOKE)."""
     axes = {k: tuple(v[:2]) for k, v in spec.axes.items()}
-    if spec.task == "regression":
-        base = {**spec.base, "folds": 3, "n_samples": 300, "epochs": 2, "competitor_grid": "small",
-                "width": min(spec.base.get("width", 50), 50)}
-        extra = tuple(t for t in spec.extra_trials if t.get("competitors") in (None, ["svm_rbf"])
-                      and "lr" not in t)   # one reference, one competitor
-        return replace(spec, base=base, axes=axes, extra_trials=extra,
-                       repeat_axis={"seed": (0,)})
-    base = {**spec.base, "epochs": 1, "n_train": 256, "n_val": 64, "n_test": 256,
-            "batch_size": 64}
-    return replace(spec, base=base, axes=axes, repeat_axis={"fold": (0,)})
+    extra = tuple(t for t in spec.extra_trials if t.get("competitors") in (None, ["svm_rbf"])
+                  and "lr" not in t)
+    return replace(spec, base={**spec.base, **SMOKE[spec.kind]}, axes=axes, extra_trials=extra,
+                   repeat_axis={k: tuple(v[:1]) for k, v in spec.repeat_axis.items()})

@@ -17,6 +17,7 @@ from ray.tune import Callback
 
 from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.records import metric_of
 from sweeps.store import ResultStore
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
@@ -53,7 +54,8 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None)
 
 
 def flat_params(config: dict) -> dict:
-    """Every config field as an MLflow param (lists and dicts as JSON)."""
+    """The fields the trial's config holds (those that apply to it) as MLflow params (lists as
+    JSON, dicts as dotted names)."""
     out = {}
     for key, value in config.items():
         if isinstance(value, dict):
@@ -72,6 +74,7 @@ class MLflowSweepLogger(Callback):
                                                            artifact_location)
         self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
                      "code_version": code_version()}
+        self.metric_prefix = f"{metric_of(sweep['task'])}/"    # summarise's metric names
         self.runs: dict = {}
         self.warned = False
 
@@ -100,7 +103,7 @@ class MLflowSweepLogger(Callback):
             self.client.update_run(found[0].info.run_id, status="RUNNING")
             return found[0].info.run_id
         tags = {**self.tags, "trial_id": key, "role": config["extra"].get("role", ""),
-                "task": self.sweep["task"]}
+                "task": config["task"]}
         run = self.client.create_run(self.experiment_id, tags=tags, run_name=key)
         from mlflow.entities import Param
         params = [Param(k, v[:6000]) for k, v in flat_params(config).items()]
@@ -125,8 +128,8 @@ class MLflowSweepLogger(Callback):
         step = int(result.get("folds_done", 0))
         stamp = int(result.get("timestamp", 0) * 1000)
         metrics = [Metric(k, float(v), stamp, step) for k, v in result.items()
-                   if (k.startswith(self.sweep["metric_prefix"]) or k in ("objective", "folds_done",
-                                                                           "not_ok"))
+                   if (k.startswith(self.metric_prefix)
+                       or k in ("objective", "folds_done", "not_ok"))
                    and isinstance(v, NUMERIC) and not isinstance(v, bool)]
         self.client.log_batch(self.run_id(trial), metrics=metrics)
 

@@ -17,7 +17,7 @@ from ray import tune
 
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.summary import HIGHER_IS_BETTER
+from sbfn_dist.tasks import TASKS
 from sweeps.store import ResultStore
 
 # Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
@@ -26,23 +26,27 @@ SHORT = {"n_members": "M", "epsilon": "eps", "seed": "s", "fold": "split", "ense
          "width": "k", "lr": "lr", "init_scale": "chi", "lambda1": "l1", "role": ""}
 
 
+# Where a trial runs, not what it computes: kept out of its key.
+UNKEYED = ("trial_id", "data_dir", "device")
+
+
 def trial_config(override: dict, base: dict, sweep: str) -> dict:
-    """The full TrialConfig dict of one trial (validated), with its stable key as trial_id."""
+    """The full config of one trial (validated), with its stable key as trial_id.
+
+    The sweep's shared settings (`base`) are dropped where they do not apply to this trial (a
+    competitor trial trains no members); the trial's own settings must apply."""
     fields = {k: v for k, v in override.items() if k not in LABELS}
     extra = {"role": "ensemble", **{k: override[k] for k in LABELS if k in override}}
     config = {**base, **fields, "sweep": sweep, "extra": {**base.get("extra", {}), **extra}}
-    resolved = TrialConfig.from_dict(config).to_dict()
-    resolved["trial_id"] = trial_key(resolved, override)
-    return resolved
+    cfg = TrialConfig.from_dict(config, optional=set(base) - set(fields))
+    return {**cfg.to_dict(), "trial_id": trial_key(cfg, override)}
 
 
-def trial_key(config: dict, override: dict) -> str:
-    """Readable from the trial's own axes, unique by a hash of the whole config."""
-    # Only fields that differ from their defaults: a new config field (with its default) added
-    # to the library later leaves every existing key, and so --resume, intact.
-    defaults = TrialConfig().to_dict()
-    stable = {k: v for k, v in config.items()
-              if k not in ("trial_id", "data_dir", "device") and v != defaults.get(k, object())}
+def trial_key(cfg: TrialConfig, override: dict) -> str:
+    """Readable from the trial's own axes, unique by a hash of what differs from the defaults."""
+    # Only fields off their defaults: a new config field (with its default) added to the
+    # library later leaves every existing key, and so --resume, intact.
+    stable = {k: v for k, v in cfg.non_default().items() if k not in UNKEYED}
     digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
     label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" if not isinstance(v, (list, tuple))
                      else "+".join(v) for k, v in override.items()
@@ -61,10 +65,8 @@ def resolve_trial(params: dict, *, base: dict, sweep: str) -> dict:
 
 
 def folds_of(config: dict) -> list:
-    """The folds this trial runs: the one it names, or all of them."""
-    if config["fold"] is not None:
-        return [config["fold"]]
-    return [0] if config["split"] == "fixed" else list(range(config["folds"]))
+    """The folds a planned trial runs (its config dict, from trial_config, is already valid)."""
+    return TrialConfig(config).fold_indices()
 
 
 def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
@@ -120,8 +122,8 @@ def summarise(records: list[dict], objective: str) -> dict:
 
     `objective` is the model whose best mean drives search and "best so far" (falls back to
     the best model present, e.g. in the competitors trial)."""
-    metric = "rmse" if records[0]["task"] == "regression" else "accuracy"
-    sign = -1 if metric in HIGHER_IS_BETTER else 1
+    task = TASKS[records[0]["task"]]
+    metric, sign = task.metric, task.sign()
     means: dict = {}
     for r in records:
         if r["status"] == "ok":

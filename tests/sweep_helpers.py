@@ -2,16 +2,20 @@
 
 import pandas as pd
 
-from sweeps.regression import build
+from sweeps import classification, regression
 from sweeps.runner import run_sweep
 from sweeps.spaces import smoke
 
 # diabetes (bundled), 3 folds, 300 rows, 2 epochs: a real sweep in well under a minute.
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]
+# wine (bundled, 178 rows), 3 stratified folds, 10 epochs, stacked heads 20 epochs.
+TINY_CLASSIFICATION = ["--dataset", "wine", "--grid", "demo", "--smoke"]
 
 
-def run_tiny(tmp_path, *extra, name="tiny"):
-    spec, args, opts = build(TINY + ["--storage", str(tmp_path), "--name", name, *extra])
+def run_tiny(tmp_path, *extra, name="tiny", task="regression"):
+    command, args = {"regression": (regression, TINY),
+                     "classification": (classification, TINY_CLASSIFICATION)}[task]
+    spec, _, opts = command.build(args + ["--storage", str(tmp_path), "--name", name, *extra])
     return run_sweep(smoke(spec), opts)
 
 

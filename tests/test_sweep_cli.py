@@ -5,6 +5,7 @@ import socket
 
 import pytest
 
+from sweeps.classification import main as classification
 from sweeps.images import main_for
 from sweeps.regression import main as regression
 
@@ -101,3 +102,37 @@ def test_one_holdout_split_is_a_valid_image_sweep_but_one_kfold_fold_is_not(caps
     err = error_of(capsys, regression(["--dataset", "diabetes", "--grid", "demo", "--folds", "1",
                                        "--dry-run", "--storage", str(tmp_path)]))
     assert "folds" in err and "split=kfold" in err
+
+
+def test_a_set_that_applies_to_no_trial_is_refused_before_ray_starts(capsys, tmp_path):
+    import ray
+    err = error_of(capsys, regression(SMOKE + ["--set", "temperature=2", "--storage", str(tmp_path)]))
+    assert "'temperature'" in err and "the s-BFN classification heads" in err
+    assert "tabular regression" in err
+    assert not ray.is_initialized() and not any(tmp_path.iterdir())
+
+
+def test_a_set_every_trial_overrides_is_refused_too(capsys, tmp_path):
+    err = error_of(capsys, regression(SMOKE + ["--set", "n_members=3", "--dry-run"]))
+    assert "'n_members'" in err and "--members" in err
+
+
+@pytest.mark.parametrize("setting, where", [("width=20", "tabular data sets"),
+                                            ("lambda2=3", "regression combiners"),
+                                            ("dtype=float64", "tabular data sets"),
+                                            ("split=kfold", "holdout")])
+def test_an_image_sweep_refuses_settings_of_tables(capsys, tmp_path, setting, where):
+    err = error_of(capsys, main_for("digits", ["--smoke", "--set", setting, "--dry-run",
+                                               "--storage", str(tmp_path)]))
+    assert f"'{setting.split('=')[0]}'" in err and where in err
+
+
+def test_classification_dry_run_lists_the_reference_competitors_and_ensembles(capsys, tmp_path):
+    assert classification(["--dataset", "iris", "--grid", "demo", "--smoke", "--dry-run",
+                           "--storage", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "6 trials, 18 folds/splits" in out and "M1_eps0_reference_s0_" in out
+    assert "svm_rbf_competitors_s0_" in out and "M10_eps0.5_s0_" in out
+    with pytest.raises(SystemExit):    # λ2 is a regression combiner's: not an option here
+        classification(["--dataset", "iris", "--grid", "demo", "--lambda2", "3"])
+    assert "unrecognized arguments: --lambda2" in capsys.readouterr().err

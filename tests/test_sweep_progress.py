@@ -58,21 +58,39 @@ def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early
     assert "folds 2/40" in line and "left" not in line
 
 
-def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
-    # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
-    # hold JSON strings, and results.parquet could no longer be written.
+def failed_row(tmp_path, config: dict):
+    """The row StoreKeeper writes for `config`'s trial failing beside a finished trial's part."""
     from sweeps.progress import StoreKeeper
     from sweeps.store import ResultStore
     store = ResultStore(str(tmp_path / "s"))
     store.create()
     store.write_part("done", 0, [{"model": "arithmetic", "status": "ok", "rmse": 1.0,
                                   "plugin_members": "[]"}])
-    config = {"trial_id": "broken", "dataset": "diabetes", "folds": 2, "split": "kfold",
-              "fold": None, "plugin_members": [], "extra": {"role": "ensemble"},
-              "combiners": [], "competitors": [], "lambda2": []}
     keeper = StoreKeeper(store, resolve=lambda params: params)
     broken = SimpleNamespace(config=config, get_pickled_error=lambda: RuntimeError("node lost"))
     keeper.on_trial_error(0, [broken], broken)
-    table = store.consolidate()
-    assert set(table["status"]) == {"ok", "failed"}
-    assert set(table["plugin_members"]) == {"[]"}
+    table = store.consolidate()     # raises if the failed row cannot sit beside the parts
+    return table[table["status"] == "failed"].iloc[0]
+
+
+def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
+    # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
+    # hold JSON strings, and results.parquet could no longer be written.
+    from sweeps.spaces import regression_sweep
+    from sweeps.trainable import trial_config
+    config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
+    row = failed_row(tmp_path, config)
+    assert row["plugin_members"] == "[]" and row["error"] == "RuntimeError: node lost"
+    assert (row["trial_id"], row["n_members"], row["role"]) == (config["trial_id"], 2, "ensemble")
+
+
+def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings(tmp_path):
+    from sweeps.spaces import classification_sweep
+    from sweeps.trainable import trial_config
+    base = {**classification_sweep("csv:/data/patients.csv", "demo").base, "target": "outcome"}
+    config = trial_config({"combiners": [], "competitors": ["svm_rbf"], "role": "competitors"},
+                          base, "s")
+    row = failed_row(tmp_path, config)
+    assert row["task"] == "classification"        # a csv data set's name says nothing of it
+    assert row["role"] == "competitors" and row["status"] == "failed"
+    assert "n_members" not in row.index or row.isna()["n_members"]   # a competitor trains none

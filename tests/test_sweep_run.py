@@ -3,7 +3,6 @@
 import pytest
 
 from analysis.report import write_report
-from sbfn_dist.config import TrialConfig
 from sweeps.resources import ResourceError
 from tests.sweep_helpers import assert_each_fold_once, mlflow_runs, results, run_tiny
 
@@ -31,7 +30,11 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, cap
     assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(ids)
     for run in runs:
         assert run.info.status == "FINISHED"
-        assert {f.name for f in TrialConfig.__dataclass_fields__.values()} - {"extra"} <= set(run.data.params)
+        # params: the fields the trial's config holds, no more (a competitor trains no members)
+        role, params = run.data.tags["role"], set(run.data.params)
+        assert ("n_members" in params) == (role != "competitors")
+        assert ("lambda2" in params) == (role == "ensemble")      # M = 1 runs "arithmetic" only
+        assert {"dataset", "task", "seed", "folds", "extra.role"} <= params
         assert run.data.tags["dataset"] == "diabetes" and run.data.tags["code_version"]
         assert "objective" in run.data.metrics and run.data.metrics["folds_done"] == 3
         assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"records.csv", "records.parquet"}

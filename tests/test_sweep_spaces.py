@@ -3,10 +3,19 @@
 import pytest
 
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.tasks import TASKS
 from sweeps.runner import SweepOptions, plan
-from sweeps.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, image_sweep,
-                           regression_sweep, smoke)
-from sweeps.trainable import folds_of, summarise, trial_config
+from sweeps.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
+                           image_sweep, regression_sweep, smoke)
+from sweeps.trainable import folds_of, summarise, trial_config, trial_key
+
+# Fields that only trials training members use (sbfn_dist/fields.py applies them there).
+MEMBER_FIELDS = ("n_members", "epsilon", "lr", "epochs", "batch_size", "width", "init_scale",
+                 "device")
+
+
+def by_role(configs, role):
+    return [c for c in configs if c["extra"]["role"] == role]
 
 
 def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_and_competitors():
@@ -17,12 +26,12 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
     assert len(ensembles) * len(spec.base["lambda2"]) == 80       # λ2 rides along in each trial
     assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
     assert [t["role"] for t in trials if "role" in t] == ["reference"] * 2 + ["competitors"] * 3
+    configs = plan(spec, SweepOptions(name="x"))
     # one network at the grid's learning rate and at a tenth of it (it can diverge alone)
-    assert [t.get("lr", spec.base["lr"]) for t in trials if t.get("role") == "reference"] == [
-        0.03, 0.003]
+    assert [c["lr"] for c in by_role(configs, "reference")] == [0.03, 0.003]
     assert [t["competitors"] for t in trials if t.get("role") == "competitors"] == [
         ["svm_rbf"], ["random_forest"], ["gradient_boosting"]]   # one trial each: they run in parallel
-    assert spec.base["folds"] == 10
+    assert {(c["split"], c["folds"]) for c in configs} == {("kfold", 10)}
 
 
 def test_seeds_repeat_the_whole_grid_and_lambda2_is_never_a_trial_axis():
@@ -44,7 +53,11 @@ def test_image_grid_is_eps_by_m_by_ensemble_by_split_with_every_combiner_in_each
     assert len(trials) == 5 * 3 * 3 * 5
     assert {t["ensemble"] for t in trials} == {"mixed", "cnn", "resnet"}
     assert sorted({t["fold"] for t in trials}) == [0, 1, 2, 3, 4]
-    assert len(spec.base["combiners"]) >= 5 and spec.mode == "max"
+    configs = plan(spec, SweepOptions(name="x"))
+    assert {c["combiners"] for c in configs} == {TASKS["classification"].combiners}
+    assert {c["epochs"] for c in configs} == {10} and spec.mode == "max"
+    assert not {"dtype", "width", "lambda2"} & set(configs[0])   # settings of tables only
+    assert {c["split"] for c in configs} == {"holdout"}
 
 
 def test_smoke_is_a_small_version_of_the_same_sweep():
@@ -98,14 +111,17 @@ def test_reported_metrics_are_running_means_per_model_and_setting():
 
 
 def test_trial_keys_ignore_fields_left_at_their_defaults():
-    from sbfn_dist.config import TrialConfig
-    from sweeps.trainable import trial_key
-    config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
-    defaults = TrialConfig().to_dict()
-    trimmed = {k: v for k, v in config.items() if v != defaults[k]}
-    # so a field added to the library later (at its default) keeps old sweeps resumable
-    assert trial_key(trimmed, {"n_members": 2}) == trial_key(config, {"n_members": 2})
-    assert trial_key({**config, "epochs": 99}, {"n_members": 2}) != trial_key(config, {"n_members": 2})
+    base = regression_sweep("diabetes", "demo").base
+    key = trial_config({"n_members": 2}, base, "s")["trial_id"]
+    # so a field added to the library later (at its default) keeps old sweeps resumable; the
+    # defaults are the trial's own (classification: lr 0.1; regression: 0.03)
+    assert trial_config({"n_members": 2}, {**base, "lr": 0.03, "activation": "tanh"},
+                        "s")["trial_id"] == key
+    assert trial_config({"n_members": 2}, {**base, "epochs": 99}, "s")["trial_id"] != key
+    assert trial_config({"n_members": 2}, {**base, "lr": 0.1}, "s")["trial_id"] != key
+    wine = classification_sweep("wine", "demo").base
+    assert trial_config({"n_members": 2}, {**wine, "lr": 0.1}, "s")["trial_id"] == \
+        trial_config({"n_members": 2}, wine, "s")["trial_id"]
 
 
 def test_the_reference_stays_one_network_when_plug_ins_are_set():
@@ -121,3 +137,60 @@ def test_competitors_are_tuned_over_their_grids_so_quartiles_mean_something():
     competitor = next(t for t in spec.trials() if t.get("role") == "competitors")
     config = trial_config(competitor, spec.base, "s")
     assert config["competitor_grid"] == "small"     # 4 configurations each (sbfn_dist/baselines.py)
+
+
+def test_each_trial_holds_only_the_shared_settings_that_apply_to_it():
+    configs = plan(regression_sweep("diabetes", "demo"), SweepOptions(name="x"))
+    competitor, = [c for c in by_role(configs, "competitors") if c["competitors"] == ("svm_rbf",)]
+    assert not set(MEMBER_FIELDS) & set(competitor) and "lambda2" not in competitor
+    reference = by_role(configs, "reference")[0]
+    assert reference["combiners"] == ("arithmetic",) and "lambda2" not in reference
+    assert all(set(MEMBER_FIELDS) <= set(c) for c in by_role(configs, "ensemble"))
+    assert by_role(configs, "ensemble")[0]["lambda2"] == PAPER_LAMBDA2
+
+
+def test_a_trial_refuses_its_own_settings_where_they_do_not_apply():
+    base = regression_sweep("diabetes", "demo").base
+    with pytest.raises(ConfigError, match="'n_members'.*trains no members"):
+        trial_config({"n_members": 3, "combiners": [], "competitors": ["svm_rbf"]}, base, "s")
+
+
+def test_classification_grid_crosses_m_and_eps_with_every_combiner_the_reference_and_competitors():
+    spec = classification_sweep("breast_cancer", "classification25")
+    configs = plan(spec, SweepOptions(name="x"))
+    ensembles = by_role(configs, "ensemble")
+    assert len(ensembles) == 5 * 5 and spec.mode == "max" and spec.objective == "sbfn"
+    assert {c["combiners"] for c in ensembles} == {TASKS["classification"].combiners}
+    reference, = by_role(configs, "reference")
+    assert (reference["n_members"], reference["combiners"]) == (1, ("logit_mean",))
+    assert not {"temperature", "val_fraction", "lambda2"} & set(reference)
+    assert [c["competitors"] for c in by_role(configs, "competitors")] == [
+        ("svm_rbf",), ("random_forest",), ("gradient_boosting",)]
+    assert {(c["task"], c["split"], c["folds"]) for c in configs} == {("classification", "kfold", 10)}
+    with pytest.raises(ConfigError, match="lambda2"):   # a regression combiner's setting
+        classification_sweep("wine", "demo", lambda2=[1.0])
+
+
+def test_a_csv_classification_sweep_carries_its_task_and_target_into_every_trial():
+    spec = classification_sweep("csv:/data/patients.csv", "demo")
+    configs = plan(spec, SweepOptions(name="x", overrides={"target": "outcome"}))
+    assert {(c["task"], c["target"]) for c in configs} == {("classification", "outcome")}
+    with pytest.raises(ConfigError, match="a classification data set"):
+        classification_sweep("diabetes", "demo")
+
+
+def test_smoke_keeps_each_kind_of_sweep_trainable_in_seconds():
+    tiny = plan(smoke(classification_sweep("wine", "demo")), SweepOptions(name="x"))
+    assert [c["extra"]["role"] for c in tiny] == ["reference", "competitors"] + ["ensemble"] * 4
+    assert {c["folds"] for c in tiny} == {3}
+    assert {c.get("head_epochs") for c in by_role(tiny, "ensemble")} == {20}   # not 1,000 steps
+    images = plan(smoke(image_sweep("digits")), SweepOptions(name="x"))
+    assert {(c["epochs"], c["n_train"], c["fold"]) for c in images} == {(1, 256, 0)}
+
+
+def test_the_command_passes_lambda2_to_every_ensemble_trial():
+    from sweeps.regression import build
+    spec, _, _ = build(["--dataset", "diabetes", "--grid", "demo"])
+    assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
+    spec, _, _ = build(["--dataset", "diabetes", "--grid", "demo", "--lambda2", "1", "2"])
+    assert spec.base["lambda2"] == [1.0, 2.0]

@@ -48,3 +48,11 @@ def test_an_image_sweep_without_references_or_model_params_prints_every_combiner
             for f in range(2) for m, a in (("sbfn_stacked", 0.8), ("logit_mean", 0.78))]
     text = summary(rows, image_sweep("fashion_mnist"))
     assert "sbfn_stacked" in text and "logit_mean" in text
+
+
+def test_m_reads_as_an_integer_when_competitor_rows_have_none():
+    # results.parquet stores n_members as floats once competitor rows (no M) sit beside it
+    rows = ([row("sbfn_ls", 10.0, f, n_members=2.0) for f in range(2)]
+            + [row("svm_rbf", 12.0, f, role="competitors", n_members=float("nan")) for f in range(2)])
+    text = summary(rows)
+    assert "n_members=2 epsilon=0.35" in text and "n_members=2.0" not in text

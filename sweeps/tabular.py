@@ -1,0 +1,48 @@
+"""The command of the tabular sweeps, for either task (`sweeps.regression`,
+`sweeps.classification`): the grid's options on top of the common ones (sweeps/cli.py)."""
+
+import functools
+
+from sbfn_dist.data import catalog
+from sbfn_dist.fields import defaults
+from sbfn_dist.tasks import TASKS
+from sweeps.cli import common_parser, flatten, number_list, options, run
+from sweeps.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
+
+# What the command runs when --dataset / --grid are left out.
+DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}
+
+
+def parser(task: str, doc: str):
+    p = common_parser(doc)
+    g = p.add_argument_group("the grid")
+    g.add_argument("--dataset", default=DEFAULT_DATASET[task],
+                   help=" | ".join((*catalog.names("tabular", task), "csv:PATH")))
+    grids = tuple(TABULAR_GRIDS[task])
+    g.add_argument("--grid", default=grids[0], help=f"one of {', '.join(grids)}")
+    fixed = ", ".join(f"{n}: {grid.folds}" for n, grid in TABULAR_GRIDS[task].items() if grid.folds)
+    g.add_argument("--folds", type=int, help="k of the k-fold CV, stratified for classes "
+                   f"(default: {defaults(task, 'tabular')['folds']}; {fixed})")
+    g.add_argument("--seeds", type=int, default=1, help="repetitions with seeds 0..N-1")
+    g.add_argument("--members", nargs="+", type=number_list(int, 1, 1000, "M values"))
+    g.add_argument("--epsilons", nargs="+", type=number_list(float, 0.0, 1.0, "ε values"))
+    for name in RIDE_ALONG[task]:
+        g.add_argument(f"--{name}", nargs="+", type=number_list(float, 0.0, 1e6, f"{name} values"),
+                       help="values every trial evaluates on its members")
+    g.add_argument("--competitors", default=",".join(TASKS[task].competitors),
+                   help="comma list, or 'none' (default: all three)")
+    return p
+
+
+def command(task: str, doc: str):
+    """(build, main) of the task's sweep command: build(argv) -> (spec, args, options)."""
+    def build(argv):
+        args = parser(task, doc).parse_args(argv)
+        competitors = [] if args.competitors == "none" else args.competitors.split(",")
+        settings = {name: flatten(getattr(args, name)) for name in RIDE_ALONG[task]}
+        spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
+                             members=flatten(args.members), epsilons=flatten(args.epsilons),
+                             competitors=competitors, **settings)
+        dataset = args.dataset.rsplit("/", 1)[-1].removeprefix("csv:").removesuffix(".csv")
+        return spec, args, options(args, f"{dataset}-{args.grid}", spec.objective)
+    return build, functools.partial(run, build)
