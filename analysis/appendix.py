@@ -1,5 +1,5 @@
 """The appendix "Comparison of Basis Function Strategies": its table and both figures from the
-tables sbfn_dist.appendix writes (results.parquet, centres.parquet, points.parquet)."""
+tables `python -m sweeps.appendix` writes (results.parquet, centres.parquet, points.parquet)."""
 
 from pathlib import Path
 
@@ -75,7 +75,7 @@ def write_appendix(results_dir, out: Path | None = None) -> Path:
     points = pd.read_parquet(results_dir / "points.parquet")
     blocks = [Heading("Appendix: comparison of basis function strategies", 1),
               Text("y = sin(x1) + cos(x2) + ε, ε ~ N(0, 0.1²), x ~ U[-3, 3]²; 300 training and 1000 "
-                   "test points (data set sincos); produced by python -m sbfn_dist.appendix."),
+                   "test points (data set sincos); produced by python -m sweeps.appendix."),
               Table("appendix_rmse", "Test RMSE by M and basis strategy (mean ± std over runs)",
                     table, table_view(table), NOTES),
               Figure("appendix_rmse", "Average test RMSE by M",

@@ -2,7 +2,8 @@
 
 A sweep's directory holds `results.parquet`: one file, or a directory of part files (one per
 finished trial), and optionally `sweep.json` with the grid and `n_trials_expected`. Rows are
-`sbfn_dist.experiment.run_trial` records plus the sweep columns `sweep` and `trial_id`.
+`sbfn_dist.experiment.run_trial` records (built by `sbfn_dist.records`, whose registry names
+every column) with the sweep columns `sweep` and `trial_id` filled in by the sweeps runner.
 """
 
 import json
@@ -11,12 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.summary import REFERENCE_MODEL
+from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 
 RESULTS_FILE = "results.parquet"
 SWEEP_FILE = "sweep.json"
-STATUSES = ("ok", "diverged", "failed")
-METRIC_OF_TASK = {"regression": "rmse", "classification": "accuracy"}
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",
             "fold": "run_trial", "seed": "run_trial", "status": "run_trial"}
@@ -94,20 +93,33 @@ def check_columns(table: pd.DataFrame, where: Path) -> None:
     missing = [c for c in REQUIRED if c not in table.columns]
     if table.get("task") is not None:
         for task in table["task"].dropna().unique():
-            metric = METRIC_OF_TASK.get(task)
-            if metric and metric not in table.columns:
-                missing.append(metric)
+            if task in TASKS and metric_of(task) not in table.columns:
+                missing.append(metric_of(task))
     if missing:
         raise ResultsError(f"{where} lacks the columns {missing}: they are written by "
                            f"{PRODUCER['run_trial']}; is this a results table of sbfn-dist?")
 
 
 def _trial_key(table: pd.DataFrame) -> pd.Series:
-    """A stable key per run_trial call where the writer left trial_id empty: its config + fold."""
-    config = [c for c in table.columns if c in ("dataset", "seed", "fold", "n_members", "epsilon",
-                                                "ensemble", "width", "lr", "lambda1", "sbfn_basis")]
-    hashed = pd.util.hash_pandas_object(table[config], index=False)   # deterministic, NaN-safe
-    return hashed.map("{:016x}".format)
+    """A stable key per run_trial call where the writer left trial_id empty: its config + fold.
+
+    Rows hold only the settings their own model used, so a combiner's setting (the s-BFN head's
+    temperature) is missing from its siblings' rows; the key takes, per data set and family, the
+    registered config columns every such row carries (for ensembles: the members' settings).
+    """
+    keys = pd.Series("", index=table.index, dtype=object)
+    by = [table[c].fillna("") if c in table else pd.Series("", index=table.index)
+          for c in ("dataset", "family")]
+    for (_, family), rows in table.groupby(by, sort=False):
+        shared = [c for c in rows.columns if _trial_column(c) and rows[c].notna().all()]
+        hashed = pd.util.hash_pandas_object(rows[shared].assign(family=family), index=False)
+        keys[rows.index] = hashed.map("{:016x}".format)
+    return keys
+
+
+def _trial_column(column: str) -> bool:
+    """What a run_trial call and its fold are: the config columns and the fold (not the model)."""
+    return column == "fold" or (column in COLUMNS and COLUMNS[column].kind == "config")
 
 
 def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:
@@ -140,7 +152,8 @@ def load_sweep(path) -> tuple[pd.DataFrame, SweepInfo]:
     check_columns(table, source)
     home = source.parent if source.name == RESULTS_FILE or source.is_file() else source
     meta = _sweep_meta(home)
-    name = meta.get("name") or _own_name(table) or (home.name if source.is_dir() else source.stem)
+    name = meta.get("name") or _own_name(table) or (home.name if source.name == RESULTS_FILE
+                                                     else source.stem)
     table = normalise(table, name)
     info = SweepInfo(name=name, path=str(path), n_rows=len(table),
                      n_trials=table["trial_id"].nunique(),

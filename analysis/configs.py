@@ -1,30 +1,18 @@
 """Configurations: which columns are hyper-parameters, and per-configuration means over folds.
 
 A *configuration* is a model plus every hyper-parameter column whose value varies among that
-model's rows of one data set. Folds, seeds, trial ids, sizes, timings, metrics and diagnostics
-are never hyper-parameters. Per configuration, each fold's value is first averaged over seeds
-(and any repeated runs), then the fold values give the configuration's mean and spread.
+model's rows of one data set. The hyper-parameters are exactly the columns the records registry
+marks so (`sbfn_dist.records.is_hyperparameter`): folds, seeds, sizes, timings, scores and
+diagnostics never are, and neither is a column the registry does not know (a user's label).
+Per configuration, each fold's value is first averaged over seeds (and any repeated runs), then
+the fold values give the configuration's mean and spread.
 """
 
 import numpy as np
 import pandas as pd
 
 from analysis.labels import param_label
-
-# Identity, bookkeeping and environment columns: never part of a configuration.
-NOT_HYPER = {
-    "sweep", "trial_id", "fold", "seed", "dataset", "task", "family", "model", "status", "error",
-    "package_version", "target", "target_unit", "n_train", "n_val", "n_test", "lambda2_grid",
-    "data_dir", "device", "dtype", "folds", "split", "test_fraction", "rmse", "mae", "r2",
-    "accuracy", "nll", "ece", "gibbs_risk", "disagreement", "mv_risk", "c_bound",
-}
-OUTPUT_PREFIXES = ("bregman_", "member_", "n_params", "flops")
-OUTPUT_SUFFIXES = ("_seconds",)
-
-
-def is_hyper_candidate(column: str) -> bool:
-    return not (column in NOT_HYPER or column.startswith(OUTPUT_PREFIXES)
-                or column.endswith(OUTPUT_SUFFIXES))
+from sbfn_dist.records import TASKS, is_hyperparameter
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
@@ -33,7 +21,7 @@ def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
     A column that maps one-to-one onto an earlier one (model_params {"lambda2": x} onto lambda2)
     adds nothing and is left out; model_params comes last so the named column is kept.
     """
-    cands = [c for c in df.columns if c not in exclude and is_hyper_candidate(c)]
+    cands = [c for c in df.columns if c not in exclude and is_hyperparameter(c)]
     cands.sort(key=lambda c: c == "model_params")
     counts = {c: df[c].nunique(dropna=False) for c in cands}
     out = []
@@ -53,6 +41,12 @@ def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataF
     """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats."""
     cols = [metric, *extra]
     return df.groupby([*keys, "fold"], dropna=False, sort=False)[cols].mean().reset_index()
+
+
+def best_index(means, task: str):
+    """Index of the best mean (per group, for a groupby): the highest where the task's metric
+    is better higher (accuracy), else the lowest (RMSE)."""
+    return means.idxmax() if TASKS[task].higher_is_better else means.idxmin()
 
 
 KEEP = ("n_members", "epsilon", "ensemble")

@@ -13,7 +13,8 @@ import pandas as pd  # noqa: E402
 
 from analysis.configs import configurations  # noqa: E402
 from analysis.image_tables import split_interval  # noqa: E402
-from analysis.labels import MODEL_ORDER, ensemble_label, model_label, model_sort_key  # noqa: E402
+from analysis.labels import COLOUR_ORDER, ensemble_label, model_label, model_sort_key  # noqa: E402
+from sbfn_dist.records import DIAGNOSTICS  # noqa: E402
 
 PALETTE = plt.get_cmap("tab20").colors
 LINESTYLES = ("-", "--", ":", "-.")
@@ -27,7 +28,7 @@ class Skip(Exception):
 
 
 def colour(model: str):
-    i = MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER) + hash(model) % 4
+    i = COLOUR_ORDER.index(model) if model in COLOUR_ORDER else len(COLOUR_ORDER) + hash(model) % 4
     return PALETTE[i % len(PALETTE)]
 
 
@@ -56,8 +57,8 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def rmse_by_m_eps(iv: pd.DataFrame, unit: str, path: Path) -> Path:
-    """Mean RMSE with its 90% interval for every (M, ε) pair, one series per model."""
+def by_m_eps(iv: pd.DataFrame, ylabel: str, path: Path, scale: float = 1.0) -> Path:
+    """The metric with its interval for every (M, ε) pair, one series per model (values x scale)."""
     if iv.empty:
         raise Skip("no ensemble-combiner rows with status ok")
     pairs = iv[["n_members", "epsilon"]].drop_duplicates().sort_values(["n_members", "epsilon"])
@@ -72,12 +73,12 @@ def rmse_by_m_eps(iv: pd.DataFrame, unit: str, path: Path) -> Path:
             sub = iv[iv["model"] == model]
             x = np.array([pos[(m, e)] for m, e in zip(sub["n_members"], sub["epsilon"])])
             x = x - 0.4 + width * (k + 0.5)
-            err = np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]])
-            ax.errorbar(x, sub["mean"], yerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2,
+            err = scale * np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]])
+            ax.errorbar(x, scale * sub["mean"], yerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2,
                         color=colour(model), label=model_label(model))
         ax.set_xticks(range(len(pos)), [f"M={m:g}\nε={e:g}" for m, e in pos])
         ax.set_xlabel("(M, ε): number of hypotheses and diversity parameter")
-        ax.set_ylabel(f"test RMSE{f' ({unit})' if unit else ''}")
+        ax.set_ylabel(ylabel)
         _legend(ax)
         return _save(fig, path)
 
@@ -156,8 +157,9 @@ def time_vs_accuracy(ok: pd.DataFrame, path: Path) -> Path:
         return _save(fig, path)
 
 
-BREGMAN = ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity", "bregman_bias")
-PAC = ("gibbs_risk", "disagreement", "mv_risk", "c_bound")
+# Both tasks' Bregman terms (left panel); what only the classifiers' votes have (right panel).
+BREGMAN = DIAGNOSTICS["regression"]
+PAC = tuple(d for d in DIAGNOSTICS["classification"] if d not in BREGMAN)
 
 
 def diagnostics_vs_eps(diag: pd.DataFrame, path: Path) -> Path:

@@ -1,6 +1,7 @@
 """Image-ensemble tables (paper, "Multiple Hypothesis Deep Ensembles" and "Computational
 Efficiency"): overall accuracy with gains, best configuration, efficiency, ε-sensitivity
-(homogeneous vs heterogeneous), and the ensemble diagnostics against ε.
+(homogeneous vs heterogeneous), and the ensemble diagnostics against ε. The overall accuracy
+also serves the tabular classification section, grouped by data set alone (`by`).
 
 Intervals are "95% across splits": within each holdout split the accuracy is averaged over the
 rows of the group (configurations, seeds), then mean ± t_{0.975, n-1} · s / √n over the n splits.
@@ -9,15 +10,16 @@ rows of the group (configurations, seeds), then mean ± t_{0.975, n-1} · s / �
 import numpy as np
 import pandas as pd
 
-from analysis.configs import configurations, fold_values
+from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, model_label, model_sort_key
 from analysis.stats import t_half_width
+from analysis.tables import in_model_order
+from sbfn_dist.records import DIAGNOSTICS
 
 LEVEL = 0.95
 BASE = "base_avg"
 MEAN = "logit_mean"
-DIAGNOSTICS = ("bregman_ensemble_loss", "bregman_avg_member_loss", "bregman_diversity",
-               "bregman_bias", "gibbs_risk", "disagreement", "mv_risk", "c_bound")
+MIX = ("dataset", "ensemble")     # image rows are compared per data set and architecture mix
 EFFICIENCY = ("train_seconds", "eval_seconds", "members_train_seconds", "flops_per_example",
               "n_params_members")
 
@@ -26,6 +28,13 @@ NOTES = {
         "Accuracy in %: for each split, the mean accuracy over every configuration and seed of the "
         "data set, architecture mix and combiner; then the mean over splits ± the half width of the "
         "95% Student-t interval across splits (t_{0.975, n-1} · s / √n).",
+        "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
+        "individual members), or minus Mean (logit averaging), in percentage points.",
+    ],
+    "overall_folds": [
+        "Accuracy in %: for each fold, the mean accuracy over every configuration and seed of the "
+        "data set and model; then the mean over folds ± the half width of the 95% Student-t "
+        "interval across folds (t_{0.975, n-1} · s / √n).",
         "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
         "individual members), or minus Mean (logit averaging), in percentage points.",
     ],
@@ -72,40 +81,41 @@ def _with_kind(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(kind=kind)
 
 
-def overall_accuracy(ok: pd.DataFrame) -> pd.DataFrame:
-    """Long table: dataset, ensemble, model, accuracy %, ± and the gains in points."""
-    acc = split_interval(ok, ["dataset", "ensemble", "model"], "accuracy")
+def overall_accuracy(ok: pd.DataFrame, by=MIX) -> pd.DataFrame:
+    """Long table: `by`, model, accuracy %, ± and the gains in points."""
+    keys = [*by, "model"]
+    acc = split_interval(ok, keys, "accuracy")
     acc[["mean", "half_width"]] *= 100
-    ref = acc.set_index(["dataset", "ensemble", "model"])["mean"]
+    ref = acc.set_index(keys)["mean"]
     for other, col in ((BASE, "gain_vs_base_avg"), (MEAN, "gain_vs_mean")):
-        keys = list(zip(acc["dataset"], acc["ensemble"], [other] * len(acc)))
-        acc[col] = acc["mean"].to_numpy() - ref.reindex(keys).to_numpy()
-    return _order(acc)
+        cells = list(zip(*(acc[k] for k in by), [other] * len(acc)))
+        acc[col] = acc["mean"].to_numpy() - ref.reindex(cells).to_numpy()
+    return _order(acc, by)
 
 
-def _order(df: pd.DataFrame, first=("dataset", "ensemble")) -> pd.DataFrame:
-    key = df["model"].map(lambda m: model_sort_key(m)[0])
-    return df.assign(_k=key).sort_values([*first, "_k"]).drop(columns="_k").reset_index(drop=True)
+def _order(df: pd.DataFrame, first=MIX) -> pd.DataFrame:
+    return in_model_order(df, first)
 
 
-def plus_minus(mean: pd.Series, half: pd.Series) -> pd.Series:
+def plus_minus(mean: pd.Series, half: pd.Series, unit: str = "split") -> pd.Series:
     """"81.20 ± 0.85"; with a single split there is no interval: "81.20 (1 split)"."""
-    return pd.Series([f"{m:.2f} (1 split)" if h != h else f"{m:.2f} ± {h:.2f}"
+    return pd.Series([f"{m:.2f} (1 {unit})" if h != h else f"{m:.2f} ± {h:.2f}"
                       for m, h in zip(mean, half)], index=mean.index, dtype=object)
 
 
-def overall_view(acc: pd.DataFrame) -> pd.DataFrame:
-    """Wide view for the report: one row per data set x architecture mix."""
-    cell = plus_minus(acc["mean"], acc["half_width"])
-    wide = acc.assign(cell=cell).pivot(index=["dataset", "ensemble"], columns="model", values="cell")
+def overall_view(acc: pd.DataFrame, by=MIX, unit: str = "split") -> pd.DataFrame:
+    """Wide view for the report: one row per `by` (data set x architecture mix for images)."""
+    cell = plus_minus(acc["mean"], acc["half_width"], unit)
+    wide = acc.assign(cell=cell).pivot(index=list(by), columns="model", values="cell")
     wide = wide[sorted(wide.columns, key=model_sort_key)]
     wide.columns = [model_label(m) for m in wide.columns]
     for model in (m for m in ("sbfn", "sbfn_stacked") if m in set(acc["model"])):
-        gains = acc[acc["model"] == model].set_index(["dataset", "ensemble"])
+        gains = acc[acc["model"] == model].set_index(list(by))
         for col, ref in (("gain_vs_base_avg", "Base avg."), ("gain_vs_mean", "Mean")):
             wide[f"{model_label(model)} − {ref} (pts)"] = gains[col].map("{:+.2f}".format)
     wide = wide.reset_index()
-    wide["ensemble"] = wide["ensemble"].map(ensemble_label)
+    if "ensemble" in by:
+        wide["ensemble"] = wide["ensemble"].map(ensemble_label)
     return wide.fillna("–")
 
 
@@ -113,7 +123,8 @@ def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
     group = ["dataset", "ensemble", "model"]
     extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean") if c in ok]
     conf = configurations(ok, "accuracy", extra=extra)
-    best = conf.loc[conf.groupby(group, sort=False)["mean"].idxmax()].reset_index(drop=True)
+    best = conf.loc[best_index(conf.groupby(group, sort=False)["mean"], "classification")]
+    best = best.reset_index(drop=True)
     out = best[group + ["config", "n_members", "epsilon"]].assign(
         accuracy_pct=100 * best["mean"], n_splits=best["n_folds"],
         half_width_pct=100 * t_half_width(best["std"], best["n_folds"], LEVEL), **best[extra])
@@ -148,7 +159,7 @@ def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
 
 
 def diagnostics_by_epsilon(ok: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in DIAGNOSTICS if c in ok]
+    cols = [c for c in DIAGNOSTICS["classification"] if c in ok]
     if not cols:
         return pd.DataFrame()
     once = ok.drop_duplicates(["sweep", "trial_id", "fold"])   # one row per (trial, split)

@@ -15,28 +15,36 @@ from analysis.stats import TESTS
 TITLE = "sbfn-dist results report"
 
 
+def by_section(ok) -> dict:
+    """The ok rows of each section: regression, image ensembles, tabular classification."""
+    image, tabular = sections.split_classification(ok[ok["task"] == "classification"])
+    return {"regression": ok[ok["task"] == "regression"], "image": image, "tabular": tabular}
+
+
 def table_blocks(results: Results, test: str = "t") -> list:
-    """Every table of the report (no figures): bookkeeping, regression, image ensembles."""
+    """Every table of the report (no figures): bookkeeping, then each section with rows."""
     blocks = sections.status_blocks(results)
-    ok, not_ok = results.ok, results.not_ok
-    reg, img = ok[ok["task"] == "regression"], ok[ok["task"] == "classification"]
-    if not reg.empty:
-        blocks += sections.regression_tables(reg, not_ok, test)
-    if not img.empty:
-        blocks += sections.image_tables(img, test)
-    if reg.empty and img.empty:
+    rows = by_section(results.ok)
+    if not rows["regression"].empty:
+        blocks += sections.regression_tables(rows["regression"], results.not_ok, test)
+    if not rows["image"].empty:
+        blocks += sections.image_tables(rows["image"], test)
+    if not rows["tabular"].empty:
+        blocks += sections.tabular_tables(rows["tabular"], test)
+    if all(part.empty for part in rows.values()):
         blocks.append(Text("No row has status ok: there is nothing to summarise yet."))
     return blocks
 
 
+FIGURES = {"regression": sections.regression_figures, "image": sections.image_figures,
+           "tabular": sections.tabular_figures}
+
+
 def figure_blocks(results: Results, figdir: Path) -> list:
-    ok = results.ok
     blocks = [Heading("Figures")]
-    reg, img = ok[ok["task"] == "regression"], ok[ok["task"] == "classification"]
-    if not reg.empty:
-        blocks += sections.regression_figures(reg, figdir)
-    if not img.empty:
-        blocks += sections.image_figures(img, figdir)
+    for section, part in by_section(results.ok).items():
+        if not part.empty:
+            blocks += FIGURES[section](part, figdir)
     return blocks
 
 

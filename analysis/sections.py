@@ -1,4 +1,5 @@
-"""The report's sections as blocks: bookkeeping, regression, image ensembles.
+"""The report's sections as blocks: bookkeeping, regression, image ensembles, tabular
+classification.
 
 `*_tables` builds only tables (what the benchmark times); `*_figures` draws the figures for
 the same rows into `figdir`, turning a Skip into a note that says why the figure is missing.
@@ -13,6 +14,9 @@ from analysis import figures, image_tables as it, tables
 from analysis.configs import configurations
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import model_label
+from sbfn_dist.records import metric_of
+
+REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
 
 
 def slug(text: str) -> str:
@@ -48,7 +52,7 @@ def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list
     for dataset, sub in ok.groupby("dataset", sort=True):
         unit = _unit(sub)
         blocks.append(Heading(f"{dataset}", 3))
-        conf = configurations(sub, "rmse")
+        conf = configurations(sub, metric_of("regression"))
         q = tables.quartile_table(sub, not_ok, conf=conf)
         view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
                   "excluded_rows", "best_config"]].rename(columns={
@@ -58,24 +62,28 @@ def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list
         blocks.append(Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
                             f"({unit or 'target units'}) over all hyper-parameter configurations",
                             q, view, tables.NOTES["quartiles"]))
-        iv = tables.interval_by_m_eps(sub, conf=conf)
+        iv = tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL, conf=conf)
         if not iv.empty:
             blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
-                                f"90% interval by (M, ε)", iv, None, tables.NOTES["m_eps"]))
-    blocks += ranking_blocks(ok, "rmse", test)
+                                f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
+                                tables.m_eps_notes("regression", REGRESSION_LEVEL)))
+    blocks += ranking_blocks(ok, "regression", test)
     return blocks
 
 
-def ranking_blocks(ok: pd.DataFrame, metric: str, test: str) -> list:
-    ranks, pairs = tables.ranking(ok, metric, test)
+def ranking_blocks(ok: pd.DataFrame, task: str, test: str, scope: str = "") -> list:
+    """The ranking and pair tables; `scope` tells apart two sections of one task (file names)."""
+    metric = metric_of(task)
+    name, of = (f"{metric}_{scope}", f", {scope}") if scope else (metric, "")
+    ranks, pairs = tables.ranking(ok, task, test)
     if ranks.empty:
-        return [Text(f"Ranking by {metric}: skipped, fewer than two models share a fold.")]
+        return [Text(f"Ranking by {metric}{of}: skipped, fewer than two models share a fold.")]
     test_name = {"t": "Student's paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}[test]
     notes = tables.NOTES["ranking"] + [f"Test: {test_name}, two-sided."]
     if test == "wilcoxon":
         notes.append("With n folds the smallest attainable Wilcoxon p is 2/2^n (0.0625 at n = 5).")
-    return [Table(f"ranking_{metric}", f"Model ranking by {metric}", ranks, notes=notes),
-            Table(f"pairs_{metric}", f"Paired tests between models ({metric})", pairs, notes=notes)]
+    return [Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
+            Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs, notes=notes)]
 
 
 def regression_figures(ok: pd.DataFrame, figdir: Path) -> list:
@@ -83,9 +91,12 @@ def regression_figures(ok: pd.DataFrame, figdir: Path) -> list:
     for dataset, sub in ok.groupby("dataset", sort=True):
         unit, s = _unit(sub), slug(dataset)
         blocks.append(_figure(f"rmse_m_eps_{s}", f"{dataset}: RMSE by (M, ε)",
-                              f"Mean test RMSE over folds and its 90% Student-t interval for the best "
-                              f"configuration of each (M, ε) pair, per combiner.",
-                              lambda p: figures.rmse_by_m_eps(tables.interval_by_m_eps(sub), unit, p),
+                              f"Mean test RMSE over folds and its {REGRESSION_LEVEL:.0%} Student-t "
+                              f"interval for the best configuration of each (M, ε) pair, per "
+                              f"combiner.",
+                              lambda p: figures.by_m_eps(
+                                  tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL),
+                                  f"test RMSE{f' ({unit})' if unit else ''}", p),
                               figdir))
         blocks.append(_figure(f"rmse_violin_{s}", f"{dataset}: RMSE across configurations",
                               "Distribution over configurations of each model's mean test RMSE "
@@ -118,7 +129,7 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
     if not diag.empty:
         blocks.append(Table("diagnostics_epsilon", "Ensemble diagnostics against ε", diag, None,
                             it.NOTES["diagnostics"]))
-    return blocks + ranking_blocks(ok, "accuracy", test)
+    return blocks + ranking_blocks(ok, "classification", test)
 
 
 def _best_view(best: pd.DataFrame) -> pd.DataFrame:
@@ -131,6 +142,11 @@ def _best_view(best: pd.DataFrame) -> pd.DataFrame:
         "train_seconds": "train s", "eval_seconds": "eval s"})
 
 
+ACCURACY_VIOLIN = (
+    "accuracy_violin", "accuracy across configurations", "Distribution over configurations of "
+    "each combiner's mean test accuracy (violin; line: median).",
+    lambda sub, p: figures.violins(sub, "accuracy", "test accuracy (%)", p))
+
 IMAGE_FIGURES = (
     ("accuracy_by_m", "accuracy by M", "Mean test accuracy and its 95% interval across splits "
      "against the number of members M, per combiner (all other settings pooled).",
@@ -141,9 +157,7 @@ IMAGE_FIGURES = (
     ("accuracy_by_mix", "accuracy by architecture mix", "Mean test accuracy and its 95% interval "
      "across splits per architecture mix (heterogeneous 'mixed' vs homogeneous) and combiner.",
      figures.accuracy_by_architecture),
-    ("accuracy_violin", "accuracy across configurations", "Distribution over configurations of "
-     "each combiner's mean test accuracy (violin; line: median).",
-     lambda sub, p: figures.violins(sub, "accuracy", "test accuracy (%)", p)),
+    ACCURACY_VIOLIN,
     ("time_vs_accuracy", "training time vs accuracy", "Each configuration's mean training time "
      "per split (members + combiner) against its mean test accuracy.", figures.time_vs_accuracy),
     ("diagnostics_eps", "diagnostics vs ε", "Left: cross-entropy Bregman terms of the members "
@@ -154,9 +168,74 @@ IMAGE_FIGURES = (
 
 
 def image_figures(ok: pd.DataFrame, figdir: Path) -> list:
+    return dataset_figures(ok, IMAGE_FIGURES, figdir)
+
+
+def dataset_figures(ok: pd.DataFrame, specs, figdir: Path) -> list:
+    """Every (name, title, caption, draw(rows, path)) of `specs` for each data set's rows."""
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
-        for name, title, caption, draw in IMAGE_FIGURES:
+        for name, title, caption, draw in specs:
             blocks.append(_figure(f"{name}_{slug(dataset)}", f"{dataset}: {title}", caption,
                                   lambda p, d=draw, s=sub: d(s, p), figdir))
     return blocks
+
+
+# ------------------------------------------------------------------ tabular classification
+BY_DATASET = ("dataset",)       # tabular rows have no architecture mix: compared per data set
+
+
+def split_classification(ok: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(image, tabular) classification rows: only image rows carry `ensemble` (the CNN members'
+    architecture mix); tabular rows (MLP members and the competitors) have none."""
+    image = ok["ensemble"].notna() if "ensemble" in ok else pd.Series(False, index=ok.index)
+    return ok[image], ok[~image]
+
+
+def tabular_tables(ok: pd.DataFrame, test: str) -> list:
+    acc = it.overall_accuracy(ok, BY_DATASET)
+    conf = tables.configuration_table(ok, "classification")
+    blocks = [Heading("Tabular classification"),
+              Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "
+                    "(ensemble combiners and competitors)", acc,
+                    it.overall_view(acc, BY_DATASET, "fold"), it.NOTES["overall_folds"]),
+              Table("tabular_accuracy_configurations", "Test accuracy (%) per model and "
+                    "configuration, mean ± std across folds", conf, _configuration_view(conf),
+                    tables.NOTES["configurations"])]
+    iv = tables.interval_by_m_eps(ok, "classification", it.LEVEL)
+    if not iv.empty:
+        blocks.append(Table("tabular_accuracy_m_eps", f"Mean test accuracy (%) with {it.LEVEL:.0%} "
+                            "interval by (M, ε)", iv, _m_eps_view(iv),
+                            tables.m_eps_notes("classification", it.LEVEL)))
+    return blocks + ranking_blocks(ok, "classification", test, "tabular")
+
+
+def _configuration_view(conf: pd.DataFrame) -> pd.DataFrame:
+    view = conf.assign(model=conf["model"].map(model_label),
+                       accuracy=it.plus_minus(100 * conf["mean"], 100 * conf["std"], "fold"))
+    keep = ["dataset", "model", "config", "n_members", "epsilon", "accuracy", "n_folds"]
+    return view[[c for c in keep if c in view]].rename(columns={
+        "config": "configuration", "n_members": "M", "epsilon": "ε", "accuracy": "accuracy (%)",
+        "n_folds": "folds"})
+
+
+def _m_eps_view(iv: pd.DataFrame) -> pd.DataFrame:
+    half = 100 * (iv["ci_high"] - iv["mean"])
+    view = iv.assign(model=iv["model"].map(model_label),
+                     accuracy=it.plus_minus(100 * iv["mean"], half, "fold"))
+    return view[["dataset", "model", "n_members", "epsilon", "accuracy", "n_folds", "config"]].rename(
+        columns={"n_members": "M", "epsilon": "ε", "accuracy": "accuracy (%)", "n_folds": "folds",
+                 "config": "best configuration"})
+
+
+TABULAR_FIGURES = (
+    ("accuracy_m_eps", "accuracy by (M, ε)", f"Mean test accuracy over folds and its {it.LEVEL:.0%} "
+     "Student-t interval for the best configuration of each (M, ε) pair, per combiner.",
+     lambda sub, p: figures.by_m_eps(tables.interval_by_m_eps(sub, "classification", it.LEVEL),
+                                     "test accuracy (%)", p, scale=100)),
+    ACCURACY_VIOLIN,
+)
+
+
+def tabular_figures(ok: pd.DataFrame, figdir: Path) -> list:
+    return dataset_figures(ok, TABULAR_FIGURES, figdir)

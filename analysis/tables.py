@@ -1,5 +1,5 @@
-"""Tables common to both tasks: the regression quartile table, mean RMSE with intervals by
-(M, ε), the combiner ranking with paired tests, and the sweep/status bookkeeping.
+"""Tables common to both tasks: the regression quartile table, the task's metric with intervals
+by (M, ε), the model ranking with paired tests, and the sweep/status bookkeeping.
 
 Every function takes the rows with status "ok" (except the status tables) and returns a tidy
 DataFrame; `NOTES` holds the precise definition the report prints under each table.
@@ -8,12 +8,11 @@ DataFrame; `NOTES` holds the precise definition the report prints under each tab
 import numpy as np
 import pandas as pd
 
-from analysis.configs import configurations, fold_values
-from analysis.labels import model_label, model_sort_key
+from analysis.configs import best_index, configurations, fold_values
+from analysis.labels import metric_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width
+from sbfn_dist.records import TASKS
 
-LOWER_IS_BETTER = {"rmse": True, "mae": True, "nll": True, "ece": True, "accuracy": False}
-SBFN_FAMILY = ("sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3", "arithmetic")
 ALPHA = 0.05
 
 NOTES = {
@@ -28,12 +27,12 @@ NOTES = {
         "per-configuration mean RMSE over all configurations of the model.",
         "excluded rows: rows of this model with status diverged or failed; they are not averaged in.",
     ],
-    "m_eps": [
-        "For every model of the ensemble family and every (M, ε) pair, the configuration with that "
-        "M and ε that has the lowest mean RMSE (other hyper-parameters chosen by this minimum, so the "
-        "interval is optimistic when they vary).",
-        "mean ± half width: the Student-t 90% interval across folds, mean ± t_{0.95, n-1} · s / √n, "
-        "with s the sample standard deviation of the n per-fold RMSEs (each averaged over seeds).",
+    "configurations": [
+        "Every configuration of every model (hyper-parameters that vary among the model's rows of "
+        "the data set, `config_columns`): each fold's score averaged over seeds, then the mean over "
+        "folds ± the sample standard deviation (ddof = 1) across folds (the folds' spread).",
+        "Competitors (SVM-RBF, random forest, gradient boosting) are tested on the same folds as "
+        "the ensembles and listed beside them; their configurations are their grid's points.",
     ],
     "ranking": [
         "Each model's per-fold score is its metric averaged over every configuration and seed on that "
@@ -51,15 +50,32 @@ NOTES = {
 }
 
 
-def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, metric: str = "rmse",
+def m_eps_notes(task: str, level: float) -> list:
+    """The definition under a table of `interval_by_m_eps(ok, task, level)`."""
+    metric, best = metric_label(TASKS[task].metric), _extreme(task)
+    return [
+        f"For every model of the ensemble family and every (M, ε) pair, the configuration with that "
+        f"M and ε that has the {best[0]} mean {metric} (other hyper-parameters chosen by this "
+        f"{best[1]}, so the interval is optimistic when they vary).",
+        f"mean ± half width: the Student-t {level:.0%} interval across folds, mean ± "
+        f"t_{{{(1 + level) / 2:g}, n-1}} · s / √n, with s the sample standard deviation of the n "
+        f"per-fold scores (each averaged over seeds).",
+    ]
+
+
+def _extreme(task: str) -> tuple:
+    return ("highest", "maximum") if TASKS[task].higher_is_better else ("lowest", "minimum")
+
+
+def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, task: str = "regression",
                    conf: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's per-data-set table: best configuration, its std, quartiles, n configurations.
 
     `conf`: `configurations(ok, metric)` when the caller already has it (it is the costly part)."""
-    conf = configurations(ok, metric) if conf is None else conf
+    conf = configurations(ok, TASKS[task].metric) if conf is None else conf
     rows = []
     for (dataset, model), sub in conf.groupby(["dataset", "model"], sort=False):
-        best = sub.loc[sub["mean"].idxmin()]
+        best = sub.loc[best_index(sub["mean"], task)]
         excluded = ((not_ok["dataset"] == dataset) & (not_ok["model"] == model)).sum()
         rows.append({"dataset": dataset, "model": model, "label": model_label(model),
                      "first_model": best["mean"], "std_dev": best["std"],
@@ -67,54 +83,73 @@ def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, metric: str = "rmse",
                      "n_configurations": len(sub), "best_n_folds": int(best["n_folds"]),
                      "best_config": best["config"], "config_columns": best["config_columns"],
                      "excluded_rows": int(excluded)})
-    return _sorted(pd.DataFrame(rows))
+    return in_model_order(pd.DataFrame(rows))
 
 
-def _sorted(df: pd.DataFrame, first=("dataset",)) -> pd.DataFrame:
+def in_model_order(df: pd.DataFrame, first=("dataset",)) -> pd.DataFrame:
+    """Rows sorted by the `first` columns, then by model in the tables' order (labels.py)."""
     if df.empty:
         return df
     key = df["model"].map(model_sort_key)
     return df.assign(_k=key).sort_values([*first, "_k"]).drop(columns="_k").reset_index(drop=True)
 
 
-def interval_by_m_eps(ok: pd.DataFrame, metric: str = "rmse", level: float = 0.90,
+def interval_by_m_eps(ok: pd.DataFrame, task: str = "regression", level: float = 0.90,
                       conf: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Mean and t interval across folds of the best configuration for every (model, M, ε)."""
-    conf = configurations(ok, metric) if conf is None else conf
-    conf = conf[conf["model"].isin(SBFN_FAMILY)]
+    """Mean and t interval across folds of the best configuration for every (combiner, M, ε).
+
+    `conf`: `configurations(ok, metric)` when the caller already has it."""
+    spec = TASKS[task]
+    conf = configurations(ok, spec.metric) if conf is None else conf
+    conf = conf[conf["model"].isin(spec.combiners)]
     if conf.empty:
         return pd.DataFrame()
     cells = ["dataset", "model", "n_members", "epsilon"]
-    best = conf.loc[conf.groupby(cells, dropna=False, sort=False)["mean"].idxmin()]
+    best = conf.loc[best_index(conf.groupby(cells, dropna=False, sort=False)["mean"], task)]
     half = t_half_width(best["std"], best["n_folds"], level)
     out = best[cells].assign(mean=best["mean"], ci_low=best["mean"] - half, ci_high=best["mean"] + half,
                              n_folds=best["n_folds"], level=level, config=best["config"])
     return out.sort_values(cells, key=_model_key).reset_index(drop=True)
 
 
+def configuration_table(ok: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Every configuration of every model: the task's metric, mean and std across folds, sorted
+    by data set, model and best first."""
+    conf = configurations(ok, TASKS[task].metric)
+    if conf.empty:
+        return conf
+    keep = ["dataset", "model", "config", *(c for c in ("n_members", "epsilon") if c in conf),
+            "mean", "std", "n_folds", "config_columns"]
+    sign = -1 if TASKS[task].higher_is_better else 1
+    out = conf[keep].assign(_k=conf["model"].map(model_sort_key), _s=sign * conf["mean"])
+    return out.sort_values(["dataset", "_k", "_s"]).drop(columns=["_k", "_s"]).reset_index(drop=True)
+
+
 def _model_key(col: pd.Series) -> pd.Series:
     return col.map(lambda m: model_sort_key(m)[0]) if col.name == "model" else col
 
 
-def ranking(ok: pd.DataFrame, metric: str, test: str = "t") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per data set: models ranked by mean per-fold score, and every pair's paired test (Holm)."""
+def ranking(ok: pd.DataFrame, task: str, test: str = "t") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per data set: models ranked by the task's metric (mean per-fold score), and every pair's
+    paired test (Holm)."""
+    metric = TASKS[task].metric
     ranks, pairs = [], []
     for dataset, sub in ok.groupby("dataset", sort=True):
         wide = fold_values(sub, ["model"], metric).pivot(index="fold", columns="model", values=metric)
         wide = wide.dropna()
         if wide.empty or wide.shape[1] < 2:
             continue
-        means = wide.mean().sort_values(ascending=LOWER_IS_BETTER[metric])
+        means = wide.mean().sort_values(ascending=not TASKS[task].higher_is_better)
         ranks.append(pd.DataFrame({"dataset": dataset, "rank": np.arange(1, len(means) + 1),
                                    "model": means.index, "label": means.index.map(model_label),
                                    "mean": means.to_numpy(), "n_folds": len(wide)}))
-        pairs.append(_pairs(dataset, wide[means.index], metric, test))
+        pairs.append(_pairs(dataset, wide[means.index], test))
     if not ranks:
         return pd.DataFrame(), pd.DataFrame()
     return pd.concat(ranks, ignore_index=True), pd.concat(pairs, ignore_index=True)
 
 
-def _pairs(dataset: str, wide: pd.DataFrame, metric: str, test: str) -> pd.DataFrame:
+def _pairs(dataset: str, wide: pd.DataFrame, test: str) -> pd.DataFrame:
     models = list(wide.columns)
     rows = []
     for i, a in enumerate(models):

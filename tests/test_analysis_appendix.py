@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from sbfn_dist.appendix import main
+from sweeps.appendix import main
 
 
 def test_appendix_command_writes_its_table_and_both_figures(tmp_path):

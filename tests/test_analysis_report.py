@@ -1,23 +1,22 @@
 """The report from real run_trial records written as a sweep's results directory: partial and
-failed sweeps, several sweeps at once, bad inputs, the HTML in a headless browser, and the
-analysis layer's independence from torch and ray."""
+failed sweeps, several sweeps at once (regression, image and tabular classification), bad
+inputs, the HTML in a headless browser. The analysis layer's imports: test_analysis_layers.py."""
 
 import itertools
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from analysis.collect import ResultsError, load_results
 from analysis.report import main, write_report
 from sbfn_dist.experiment import run_trial
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -59,12 +58,29 @@ def image_records() -> list:
     return recs
 
 
+TABULAR_COMBINERS = ["sbfn", "moe", "logit_mean", "prob_mean", "base_avg"]
+
+
+def tabular_records() -> list:
+    """Iris, 3 folds, M x ε = 2 x 2, and random forest (grid "small", 4 points) on the same folds;
+    written as run_trial returns them (no trial_id: the analysis keys the trials)."""
+    recs = []
+    for m, eps in itertools.product([2, 3], [0.2, 0.6]):
+        recs += run_trial({"dataset": "iris", "folds": 3, "n_members": m, "epsilon": eps,
+                           "epochs": 5, "combiners": TABULAR_COMBINERS})
+    return recs + run_trial({"dataset": "iris", "folds": 3, "combiners": [],
+                             "competitors": ["random_forest"]})
+
+
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
     base = tmp_path_factory.mktemp("results")
     reg = write_parts(base / "reg", regression_records(), expected=20)
     img = write_parts(base / "img", image_records(), expected=None)
-    return reg, img
+    tab = base / "tab"
+    tab.mkdir()
+    pd.DataFrame(tabular_records()).to_parquet(tab / "results.parquet")
+    return reg, img, tab
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +108,79 @@ def test_report_has_every_table_as_csv_and_says_what_is_missing(report):
     for name in ("rmse_m_eps_diabetes", "ranking_rmse", "pairs_accuracy", "accuracy_overall",
                  "best_configurations", "efficiency", "epsilon_sensitivity", "diagnostics_epsilon"):
         assert len(pd.read_csv(report / "tables" / f"{name}.csv")) > 0, name
+    # the image section holds the image rows only: the tabular ones have a section of their own
+    assert set(pd.read_csv(report / "tables" / "accuracy_overall.csv")["dataset"]) == {"digits"}
+    assert set(pd.read_csv(report / "tables" / "ranking_accuracy.csv")["dataset"]) == {"digits"}
 
 
 def test_figures_are_written_or_skipped_with_a_reason(report):
     md = (report / "report.md").read_text()
     for png in re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md):
         assert (report / png).stat().st_size > 1000
-    assert len(list((report / "figures").glob("*.png"))) == 7
+    assert len(list((report / "figures").glob("*.png"))) == 9
     # every image trial used M = 2: the accuracy-by-M figure says why it is missing
     assert "digits: accuracy by M:* ['n_members'] take a single value" in md
+
+
+@pytest.fixture(scope="module")
+def iris(sweeps) -> pd.DataFrame:
+    """The tabular rows as the report read them, for the direct computations below."""
+    return pd.read_parquet(sweeps[2] / "results.parquet")
+
+
+def per_fold(rows: pd.DataFrame, keys: list) -> pd.DataFrame:
+    return rows.groupby([*keys, "fold"], dropna=False)["accuracy"].mean().reset_index()
+
+
+def test_tabular_trials_are_counted_per_call_and_fold(sweeps):
+    info = load_results(sweeps[2]).sweeps[0]
+    assert (info.name, info.n_trials) == ("tab", 4 * 3 + 3)      # 4 ensemble calls + RF, 3 folds
+
+
+def test_tabular_configurations_are_the_fold_mean_and_spread_of_the_rows(report, iris):
+    csv = pd.read_csv(report / "tables" / "tabular_accuracy_configurations.csv")
+    assert set(csv["model"]) == {*TABULAR_COMBINERS, "random_forest"}
+    # a combiner's configuration is its (M, ε); random forest's are its grid's points
+    key = np.where(iris["family"] == "sbfn", iris["n_members"].astype(str) + "/" +
+                   iris["epsilon"].astype(str), iris["model_params"])
+    direct = per_fold(iris.assign(key=key), ["model", "key"]).groupby(["model", "key"])["accuracy"]
+    direct = direct.agg(["mean", "std", "count"]).reset_index()
+    for model, sub in direct.groupby("model"):
+        mine = csv[csv["model"] == model]
+        assert len(mine) == len(sub) == 4 and (mine["n_folds"] == 3).all() and (sub["count"] == 3).all()
+        assert sorted(mine["mean"]) == pytest.approx(sorted(sub["mean"]), abs=1e-12)
+        by_mean = lambda d: d.sort_values(["mean", "std"])["std"].to_numpy()
+        assert by_mean(mine) == pytest.approx(by_mean(sub), abs=1e-12)
+    assert csv.groupby("model")["mean"].apply(lambda m: m.is_monotonic_decreasing).all()  # best first
+
+
+def test_tabular_overall_accuracy_puts_competitors_beside_the_combiners(report, iris):
+    csv = pd.read_csv(report / "tables" / "tabular_accuracy_overall.csv").set_index("model")
+    direct = 100 * per_fold(iris, ["model"]).groupby("model")["accuracy"].mean()
+    assert csv["mean"].to_dict() == pytest.approx(direct.to_dict(), abs=1e-9)
+    assert csv.loc["random_forest", "gain_vs_base_avg"] == pytest.approx(
+        direct["random_forest"] - direct["base_avg"])
+    assert list(csv.index)[-1] == "random_forest"               # listed after the combiners
+
+
+def test_tabular_m_eps_interval_is_the_t_interval_over_folds(report, iris):
+    csv = pd.read_csv(report / "tables" / "tabular_accuracy_m_eps.csv")
+    assert len(csv) == 4 * len(TABULAR_COMBINERS)               # random forest has no (M, ε)
+    row = csv[(csv["model"] == "sbfn") & (csv["n_members"] == 3) & (csv["epsilon"] == 0.6)].iloc[0]
+    folds = iris[(iris["model"] == "sbfn") & (iris["n_members"] == 3) & (iris["epsilon"] == 0.6)]
+    acc = folds.sort_values("fold")["accuracy"].to_numpy()
+    half = stats.t.ppf(0.975, 2) * acc.std(ddof=1) / np.sqrt(3)
+    assert (row["mean"], row["ci_high"] - row["mean"]) == pytest.approx((acc.mean(), half))
+
+
+def test_tabular_ranking_orders_by_fold_mean_and_tests_pairs(report, iris):
+    ranks = pd.read_csv(report / "tables" / "ranking_accuracy_tabular.csv")
+    pairs = pd.read_csv(report / "tables" / "pairs_accuracy_tabular.csv")
+    wide = per_fold(iris, ["model"]).pivot(index="fold", columns="model", values="accuracy")
+    assert list(ranks["mean"]) == pytest.approx(sorted(wide.mean(), reverse=True))
+    assert len(pairs) == 6 * 5 / 2
+    pair = pairs[(pairs["better"] == "random_forest") & (pairs["worse"] == "base_avg")].iloc[0]
+    assert pair["p"] == pytest.approx(stats.ttest_rel(wide["random_forest"], wide["base_avg"]).pvalue)
 
 
 def test_cli_writes_the_report_to_the_out_dir(sweeps, tmp_path, capsys):
@@ -145,10 +225,3 @@ def test_html_opens_in_a_headless_browser_with_every_figure(report, tmp_path):
     html = (report / "report.html").read_text()
     broken.write_text(html.replace("base64,iVBOR", "base64,!!!!", 1))
     assert loaded_figures(broken, tmp_path / "p2") == (n_png - 1, n_png)
-
-
-def test_report_imports_neither_torch_nor_ray():
-    code = "import sys, analysis.report, analysis.appendix; print(sorted({'torch', 'ray'} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
-    assert out.stdout.strip() == "[]"

@@ -8,7 +8,7 @@ import pytest
 
 from analysis import image_tables as it, tables
 from analysis.collect import ResultsError, check_columns, normalise
-from analysis.configs import varying_columns
+from analysis.configs import configurations, varying_columns
 from analysis.stats import holm, t_interval
 
 
@@ -68,7 +68,7 @@ def test_ranking_orders_models_and_tests_pairs_across_folds():
     b = [x + d for x, d in zip(a, [1.0, 1.1, 0.9, 1.0])]
     rows = [dict(dataset="d", model=m, fold=f, seed=0, rmse=v)
             for m, vals in (("b", b), ("a", a)) for f, v in enumerate(vals)]
-    ranks, pairs = tables.ranking(pd.DataFrame(rows), "rmse")
+    ranks, pairs = tables.ranking(pd.DataFrame(rows), "regression")
     assert list(ranks["model"]) == ["a", "b"] and list(ranks["rank"]) == [1, 2]
     pair = pairs.iloc[0]
     sd = math.sqrt(0.02 / 3)                            # differences 1, 1.1, 0.9, 1.0
@@ -79,7 +79,7 @@ def test_ranking_orders_models_and_tests_pairs_across_folds():
 def test_accuracy_ranking_puts_the_highest_first():
     rows = [dict(dataset="d", model=m, fold=f, seed=0, accuracy=v)
             for m, v in (("moe", 0.5), ("sbfn", 0.9)) for f in range(3)]
-    ranks, _ = tables.ranking(pd.DataFrame(rows), "accuracy")
+    ranks, _ = tables.ranking(pd.DataFrame(rows), "classification")
     assert list(ranks["model"]) == ["sbfn", "moe"]
 
 
@@ -118,10 +118,50 @@ def test_varying_columns_ignore_folds_seeds_and_outputs():
     assert varying_columns(df) == ["lambda2"]
 
 
+def test_only_registered_hyperparameters_make_a_configuration():
+    """A user's label (unregistered) and a registered non-hyper-parameter (device) never split
+    configurations; a registered hyper-parameter (epsilon) does."""
+    rows = pd.DataFrame(reg_rows("sbfn_ls", {0.0: [1, 2]}) + reg_rows("sbfn_ls", {0.0: [3, 4]}))
+    rows["epsilon"] = [0.1, 0.1, 0.3, 0.3]
+    rows["my_label"] = ["a", "b", "c", "d"]            # a user's free-form label via `extra`
+    rows["device"] = ["cpu", "cuda", "cpu", "cuda"]
+    assert varying_columns(rows) == ["epsilon"]
+    conf = configurations(rows, "rmse").set_index("epsilon")
+    assert conf.loc[0.1, "mean"] == 1.5 and conf.loc[0.3, "mean"] == 3.5
+    assert conf.loc[0.1, "config"] == "ε=0.1"
+
+
+def test_competitor_rows_without_member_settings_are_their_own_configurations():
+    """Competitor rows carry no n_members / epsilon (NaN beside the ensemble rows): they keep one
+    configuration per grid point and stay out of the (M, ε) table."""
+    ens = reg_rows("sbfn_ls", {0.0: [1, 3]})
+    comp = [dict(dataset="d", task="regression", model="svm_rbf", fold=f, seed=0, rmse=v,
+                 model_params=p, status="ok", error="")
+            for p, vals in (('{"C": 1}', [2, 2]), ('{"C": 10}', [4, 6])) for f, v in enumerate(vals)]
+    ok = pd.DataFrame(ens + comp)
+    q = tables.quartile_table(ok, ok.iloc[:0]).set_index("model")
+    assert q.loc["svm_rbf", "n_configurations"] == 2 and q.loc["svm_rbf", "first_model"] == 2.0
+    assert q.loc["svm_rbf", "best_config"] == 'params={"C": 1}'
+    assert list(tables.interval_by_m_eps(ok)["model"]) == ["sbfn_ls"]
+
+
 def test_missing_columns_name_them_and_their_producer():
     with pytest.raises(ResultsError, match=r"\['model', 'status'\].*run_trial"):
         check_columns(pd.DataFrame({"dataset": ["d"], "task": ["regression"], "fold": [0],
                                     "seed": [0], "rmse": [1.0]}), "x.parquet")
+
+
+def test_rows_written_without_trial_id_get_one_key_per_call_family_and_fold():
+    """A combiner's own setting (temperature, on the s-BFN rows only) does not split a call; the
+    members' settings (n_members) and the fold do; competitors are keyed apart."""
+    def call(m, fold):
+        return [dict(dataset="iris", task="classification", seed=0, fold=fold, model=model,
+                     family="sbfn", n_members=m, epsilon=0.5, status="ok", trial_id="", **extra)
+                for model, extra in (("sbfn", {"temperature": 3.0}), ("logit_mean", {}))]
+    comp = dict(dataset="iris", task="classification", seed=0, fold=0, model="random_forest",
+                family="competitor", competitor_grid="small", status="ok", trial_id="")
+    keys = normalise(pd.DataFrame(call(2, 0) + call(2, 1) + call(3, 0) + [comp]), "s")["trial_id"]
+    assert keys[0] == keys[1] and keys.nunique() == 4
 
 
 def test_failed_rows_keep_a_status_and_unknown_status_is_an_error():
