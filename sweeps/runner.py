@@ -183,7 +183,26 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
     tuner = _tuner(spec, opts, store, configs, trainable, callbacks)
     results = tuner.fit()
+    if opts.max_failures and _lost_to_a_dead_node(results):
+        # Ray Tune can count one node's death twice (the trial's pending result and its actor
+        # fail separately; the second failure finds the trial already recovering and ends it
+        # with retries left: seen with Cluster.remove_node). Finished folds are in the parts,
+        # so one resume of the errored trials finishes them without recomputing anything.
+        print(f"[{opts.name}] a node died under a trial: resuming the errored trials once",
+              flush=True)
+        results = tune.Tuner.restore(_tune_dir(store), trainable=trainable,
+                                     resume_errored=True).fit()
     return tracking_uri, [r.metrics for r in results], progress
+
+
+def _lost_to_a_dead_node(results) -> bool:
+    from ray.exceptions import RayActorError
+    return any(isinstance(getattr(e, "cause", None) or e, RayActorError)
+               or "node has died" in str(e) for e in results.errors)
+
+
+def _tune_dir(store: ResultStore) -> str:
+    return f"{store.location.rstrip('/')}/tune"
 
 
 def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
@@ -228,7 +247,7 @@ def _callbacks(spec, opts, store, configs, resolve):
 
 def _tuner(spec, opts, store, configs, trainable, callbacks):
     from ray import tune
-    tune_dir = f"{store.location.rstrip('/')}/tune"
+    tune_dir = _tune_dir(store)
     if opts.resume and tune.Tuner.can_restore(tune_dir):
         # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
         return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
