@@ -3,7 +3,7 @@
 run_trial (sbfn_dist.experiment) drives both tasks through the same steps:
 
     ens = ENSEMBLES[task](cfg, fold)
-    members = ens.train()                      # on-the-fly combiners observe this
+    [members] = train_together([ens])          # on-the-fly combiners observe this
     test = ens.test_hypotheses(members)        # D on the test part
     for name, params, model, seconds in ens.fit(members):
         scores = fold.score(ens.predict(model, test))
@@ -13,6 +13,10 @@ lambda2 path on the training part's D, G1/G2/G3 replay the recorded stream (or t
 Classification (cross-entropy): D (N, M, C) member probabilities; the on-the-fly heads step on
 every member batch (Algorithm 2), the stacked heads and the tuned temperature fit on the
 validation part, the fixed rules need no fit.
+
+train_together trains the members of several ensembles of one fold (tabular trials that share
+sbfn_dist.members.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
+members and its own columns of the recorded stream, as if it had trained alone.
 """
 
 import math
@@ -21,14 +25,15 @@ import time
 import numpy as np
 import torch
 
-from sbfn_dist.combiners import OnlineSBFN, fit_lambda_path, fit_online_grid
+from sbfn_dist.combiners import OnlineSBFN, fit_lambda_path
+from sbfn_dist.combiners.online import fit_online_streams
 from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.diagnostics import (classification_diagnostics, count_parameters,
                                    regression_diagnostics)
-from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, MLPConfig, StreamRecorder,
-                               train_cnn, train_mlp)
+from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
+                               StreamRecorder, TrainingDiverged, train_cnn, train_mlp_pack)
 from sbfn_dist.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
 from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED
@@ -59,15 +64,15 @@ def cnn_config(cfg, fold: int) -> CNNConfig:
 class RegressionEnsemble:
     """Squared loss: M MLP members, plug-in columns, and every regression combiner setting."""
 
+    n_outputs = 1
+
     def __init__(self, cfg, fold):
         self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
         self.mcfg = mlp_config(cfg, fold.index, "squared")
         self.online = [n for n in cfg.combiners if n in ITERATIVE]
-        self.on_the_fly = bool(self.online) and cfg.online_regime == "on_the_fly"
-        self.recorder = None
-        if self.on_the_fly:
-            n = self.mcfg.epochs * len(fold.y_train)
-            self.recorder = StreamRecorder(n, cfg.n_members, getattr(torch, cfg.dtype))
+        self.wants_stream = bool(self.online) and cfg.online_regime == "on_the_fly"
+        self.stream = None           # (recorder, first column, last + 1), set by train_together
+        self.replayed = None         # its G1/G2/G3 fits from the stream, set by replay_together
 
     def settings(self) -> list:
         """(name, params) of every row the fold will have, in record order."""
@@ -79,13 +84,14 @@ class RegressionEnsemble:
     def _closed(self) -> list:
         return [n for n in CLOSED_FORM if n in self.cfg.combiners]
 
-    def train(self):
-        observers = [self.recorder] if self.recorder else []
-        members = train_mlp(self.fold.x_train, self.fold.y_train, self.mcfg, 1, observers)
+    def observers(self, start: int, stop: int) -> list:
+        return []                    # its stream comes from the pack's one recorder
+
+    def adopt(self, members):
+        """Its trained members arrived: fit the plug-ins beside them (they need no members)."""
         plugins = self.cfg.plugin_members
         self.plug = fit_plugins(plugins, self.fold.x_train, self.fold.y_train, self.fold.x_test,
                                 self.cfg.plugin_folds if plugins else 0, self.seed)
-        return members
 
     def test_hypotheses(self, members):
         """(D_test with the plug-in columns, seconds): the structured dataset of the test part."""
@@ -110,23 +116,30 @@ class RegressionEnsemble:
             fitted.append(("arithmetic", {}, ArithmeticCombiner().fit(d_train, y), 0.0))
         return fitted
 
-    def _fit_online(self, d_train, y) -> list:
+    def online_models(self) -> list:
+        """One OnlineSBFN per (iterative variant, lambda2), unfitted."""
         cfg = self.cfg
-        if not self.online:
-            return []
-        models = [OnlineSBFN(n, lam, cfg.lr_alpha, cfg.get("window"), cfg.get("g3_basis"),
-                             cfg.epochs, self.seed)
-                  for n in self.online for lam in cfg.lambda2]
+        return [OnlineSBFN(n, lam, cfg.lr_alpha, cfg.get("window"), cfg.get("g3_basis"),
+                           cfg.epochs, self.seed) for n in self.online for lam in cfg.lambda2]
+
+    def replay_stream(self):
+        """Its members' recorded stream, with the plug-ins beside it (a plug-in is a frozen
+        hypothesis there), and the stream's targets."""
+        recorder, first, last = self.stream
+        z, stream_y = recorder.arrays(first, last)
+        if self.plug.names:
+            z = np.hstack([z, self.plug.stream(self.mcfg)])
+        return z, stream_y
+
+    def _fit_online(self, d_train, y) -> list:
+        """The on-the-fly fits replay_together made, or (plug-in regime) fits on the frozen D."""
+        if self.replayed is not None:
+            return self.replayed
+        models = self.online_models()
         start = time.perf_counter()
-        if self.on_the_fly:
-            z, stream_y = self.recorder.arrays()
-            if self.plug.names:     # a plug-in is a frozen hypothesis beside the stream
-                z = np.hstack([z, self.plug.stream(self.mcfg)])
-            fit_online_grid(z, stream_y, self.mcfg.batch_size, models)
-        else:
-            for m in models:
-                m.fit(d_train, y)
-        each = (time.perf_counter() - start) / len(models)
+        for m in models:
+            m.fit(d_train, y)
+        each = (time.perf_counter() - start) / max(len(models), 1)
         return [(m.variant, {"lambda2": float(m.lambda2)}, m, each) for m in models]
 
     def predict(self, model, d_test):
@@ -152,9 +165,14 @@ class RegressionEnsemble:
 class ClassificationEnsemble:
     """Cross-entropy: M MLP (tables) or CNN (images) members and every classification combiner."""
 
+    wants_stream = False
+
     def __init__(self, cfg, fold):
         self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
+        self.n_outputs = fold.n_classes
+        self.mcfg = None if fold.images is not None else mlp_config(cfg, fold.index,
+                                                                    "cross_entropy")
 
     def settings(self) -> list:
         return [(n, {}) for n in self.cfg.combiners]
@@ -162,12 +180,20 @@ class ClassificationEnsemble:
     def _head(self, name: str):
         return make_head(name, self.cfg.get, self.fold.n_classes, self.seed, self.fold.device)
 
-    def train(self):
-        heads, fold, cfg = list(self.heads.values()), self.fold, self.cfg
-        if fold.images is not None:
-            return train_cnn(fold.images, fold.n_classes, cnn_config(cfg, fold.index), heads)
-        mcfg = mlp_config(cfg, fold.index, "cross_entropy")
-        return train_mlp(fold.x_train, fold.y_train, mcfg, fold.n_classes, heads)
+    def observers(self, start: int, stop: int) -> list:
+        """The on-the-fly heads, each watching this ensemble's own members of the stack."""
+        return [ColumnObserver(head, start, stop) for head in self.heads.values()]
+
+    def adopt(self, members):
+        pass
+
+    def train_cnn(self) -> list:
+        """Images: the CNN stack with the heads stepping on it ([members] or [divergence])."""
+        try:
+            return [train_cnn(self.fold.images, self.fold.n_classes,
+                              cnn_config(self.cfg, self.fold.index), list(self.heads.values()))]
+        except TrainingDiverged as exc:
+            return [exc]
 
     def test_hypotheses(self, members):
         """((logits, probabilities) of the test part, seconds)."""
@@ -218,6 +244,53 @@ class ClassificationEnsemble:
 
     def n_coef(self, model) -> int:
         return count_parameters(model) if isinstance(model, torch.nn.Module) else 0
+
+
+def train_together(ensembles: list) -> list:
+    """Train the members of one fold's ensembles (tabular ones agreeing on PACK_SHARED) as one
+    stack; per ensemble its TrainedMembers or the TrainingDiverged that ended its set."""
+    fold = ensembles[0].fold
+    if fold.images is not None:
+        [ens] = ensembles            # CNN stacks train one ensemble at a time
+        return ens.train_cnn()
+    observers, start = [], 0
+    recorder = _stream_recorder(ensembles)
+    for ens in ensembles:
+        stop = start + ens.cfg.n_members
+        observers += ens.observers(start, stop)
+        ens.stream = (recorder, start, stop) if ens.wants_stream else None
+        start = stop
+    results = train_mlp_pack(fold.x_train, fold.y_train, [e.mcfg for e in ensembles],
+                             ensembles[0].n_outputs, observers + ([recorder] if recorder else []))
+    trained = [e for e, m in zip(ensembles, results) if not isinstance(m, TrainingDiverged)]
+    for ens in trained:
+        ens.adopt(results[ensembles.index(ens)])
+    replay_together([e for e in trained if e.wants_stream])
+    return results
+
+
+def replay_together(ensembles: list) -> None:
+    """G1/G2/G3 of every ensemble fitted on its recorded stream in one alpha recursion (the
+    streams of a pack share their visit order); a shared fit's time is split evenly."""
+    if not ensembles:
+        return
+    start = time.perf_counter()
+    replays = [e.replay_stream() for e in ensembles]     # one visit order: the same targets
+    streams = [(z, e.online_models()) for (z, _), e in zip(replays, ensembles)]
+    fit_online_streams(streams, replays[0][1], ensembles[0].mcfg.batch_size)
+    each = (time.perf_counter() - start) / sum(len(models) for _, models in streams)
+    for ens, (_, models) in zip(ensembles, streams):
+        ens.replayed = [(m.variant, {"lambda2": float(m.lambda2)}, m, each) for m in models]
+
+
+def _stream_recorder(ensembles: list):
+    """One recorder of the whole stack's training-time predictions, if any ensemble replays
+    its members' stream (G1/G2/G3 on the fly); each reads its own columns."""
+    if not any(e.wants_stream for e in ensembles):
+        return None
+    mcfg = ensembles[0].mcfg
+    return StreamRecorder(mcfg.epochs * len(ensembles[0].fold.y_train),
+                          sum(e.cfg.n_members for e in ensembles), getattr(torch, mcfg.dtype))
 
 
 def make_head(name: str, setting, n_classes: int, seed: int, device):

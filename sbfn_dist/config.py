@@ -10,6 +10,8 @@ apply; reading it from the config raises the same error, so no code can use a se
 does not have. `to_dict()` holds only the fields that apply, so the records do too.
 """
 
+import os
+
 from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items
@@ -96,6 +98,7 @@ class TrialConfig:
 
 def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
     """The applicable fields of `config`, validated and completed with defaults, in table order."""
+    config = absolute_paths(config)
     unknown = sorted(set(config) - set(TRIAL_FIELDS))
     if unknown:
         raise ConfigError(unknown[0], config[unknown[0]],
@@ -123,6 +126,20 @@ def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
 def _what(ctx: Ctx) -> str:
     runs = "trains members" if ctx.members else "trains no members"
     return f"{ctx.modality} {ctx.task} on '{ctx['dataset']}', {runs}"
+
+
+def absolute_paths(config: dict) -> dict:
+    """`config` with its paths (data_dir, a csv:PATH data set) made absolute against the current
+    directory: a trial may run in another one (Ray Tune changes it), so paths are fixed where
+    the user gave them."""
+    out = dict(config)
+    if isinstance(out.get("data_dir"), str):
+        out["data_dir"] = os.path.abspath(os.path.expanduser(out["data_dir"]))
+    dataset = out.get("dataset")
+    if isinstance(dataset, str) and dataset.startswith(catalog.CSV_PREFIX):
+        path = os.path.abspath(os.path.expanduser(dataset[len(catalog.CSV_PREFIX):]))
+        out["dataset"] = catalog.CSV_PREFIX + path
+    return out
 
 
 def _normalise(f, value):

@@ -18,14 +18,15 @@ import numpy as np
 import torch
 
 from sbfn_dist import records
-from sbfn_dist.combining import ENSEMBLES
+from sbfn_dist.combining import ENSEMBLES, mlp_config, train_together
 from sbfn_dist.competitors import build_competitor, competitor_configs
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
-from sbfn_dist.members import TrainingDiverged
+from sbfn_dist.members import PACK_SHARED, TrainingDiverged
 from sbfn_dist.metrics import classification_scores, regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
+from sbfn_dist.tasks import TASKS
 
 
 @dataclass
@@ -58,19 +59,66 @@ class Fold:
 
 
 def run_trial(config) -> list[dict]:
+    """One trial's records (a pack of one)."""
+    return _run_pack([_resolved(config)])[0]
+
+
+def run_trials(configs) -> list[list[dict]]:
+    """Several trials' records, each list what run_trial(config) returns. Tabular trials that
+    agree on pack_key train their members as one stack per fold (a pack: members.train_mlp_pack),
+    which equals training them one after another up to floating-point rounding."""
+    cfgs = [_resolved(c) for c in configs]
+    groups: dict = {}
+    for i, cfg in enumerate(cfgs):
+        key = pack_key(cfg)
+        groups.setdefault(("alone", i) if key is None else key, []).append(i)
+    out = [None] * len(cfgs)
+    for members in groups.values():
+        for i, recs in zip(members, _run_pack([cfgs[i] for i in members])):
+            out[i] = recs
+    return out
+
+
+# What the trials of a pack share beside their members' PACK_SHARED settings: everything their
+# folds' parts depend on, so that one fold preparation serves them all.
+FOLD_FIELDS = ("dataset", "task", "target", "data_dir", "include_random_vars", "n_samples",
+               "split", "folds", "fold", "test_fraction", "seed", "val_fraction", "device")
+
+
+def pack_key(cfg: TrialConfig):
+    """Trials with the same key may train their members as one pack; None: never packed
+    (image trials train one CNN stack at a time; a competitor-only trial trains no members)."""
+    if cfg.modality != "tabular" or not cfg.combiners:
+        return None
+    mcfg = mlp_config(cfg, 0, TASKS[cfg.task].geometry)
+    return (tuple(cfg.get(f) for f in FOLD_FIELDS), cfg.uses_validation(),
+            tuple(getattr(mcfg, f) for f in PACK_SHARED))
+
+
+def _resolved(config) -> TrialConfig:
     cfg = TrialConfig.from_dict(config)
     if cfg.has("device"):     # records carry the device used, not "auto"
         cfg = TrialConfig({**cfg.to_dict(), "device": resolve_device(cfg.device)})
-    data = load_data(cfg)
-    parts = make_parts(cfg, data)
-    out = []
-    for k in cfg.fold_indices():
-        fold = prepare_fold(cfg, data, parts[k], k)
-        base = records.base(cfg.to_dict(), k, fold.info)
-        if cfg.combiners:
-            out += ensemble_records(cfg, fold, base)
-        for name in cfg.get("competitors", ()):
-            out += competitor_records(cfg, name, fold, base)
+    return cfg
+
+
+def _run_pack(cfgs: list) -> list[list[dict]]:
+    """Trials of one pack_key (or one trial): per fold, one preparation of the parts, one
+    member training for all, then each trial's combiners, competitors and records."""
+    first = cfgs[0]
+    data = load_data(first)
+    parts = make_parts(first, data)
+    out = [[] for _ in cfgs]
+    for k in first.fold_indices():
+        fold = prepare_fold(first, data, parts[k], k)
+        ensembles = [ENSEMBLES[c.task](c, fold) if c.combiners else None for c in cfgs]
+        trained = iter(train_together([e for e in ensembles if e]) if any(ensembles) else [])
+        for cfg, ens, recs in zip(cfgs, ensembles, out):
+            base = records.base(cfg.to_dict(), k, fold.info)
+            if ens:
+                recs += ensemble_records(cfg, fold, base, ens, next(trained))
+            for name in cfg.get("competitors", ()):
+                recs += competitor_records(cfg, name, fold, base)
     return out
 
 
@@ -140,17 +188,20 @@ def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
 
 
 # ------------------------------------------------------------------------- the ensemble
-def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict) -> list[dict]:
+def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
+                     members=None) -> list[dict]:
+    """Every combiner setting's record on one fold; `ens` and `members` when a pack trained
+    them (run_trials), else the members train here."""
     config = cfg.to_dict()
     row = lambda name: records.for_model(base, config, name, "sbfn")  # noqa: E731
-    ens = ENSEMBLES[cfg.task](cfg, fold)
-    try:
-        members = ens.train()
-    except TrainingDiverged as exc:
-        return [records.diverged({**row(name), **_lambda2(cfg, params)}, params, cfg.task, str(exc))
-                for name, params in ens.settings()]
+    ens = ens or ENSEMBLES[cfg.task](cfg, fold)
+    [members] = train_together([ens]) if members is None else [members]
+    if isinstance(members, TrainingDiverged):
+        return [records.diverged({**row(name), **_lambda2(cfg, params)}, params, cfg.task,
+                                 str(members)) for name, params in ens.settings()]
     test, member_eval = ens.test_hypotheses(members)
     shared = {"members_train_seconds": members.seconds, "n_params_members": members.n_parameters,
+              "packed_members": members.packed_members,
               **ens.summary(members, test)}
     out = []
     for name, params, model, fit_seconds in ens.fit(members):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from sbfn_dist.diversity import wta_weights
+from sbfn_dist.diversity import as_weights
 from sbfn_dist.errors import ConfigError
 
 
@@ -20,10 +20,11 @@ class _MemberTraining:
     """The epsilon-WTA objective of the members, for autograd (CNN members, the reference
     trainer): sum_j (1/b) sum_i delta_ij l(z_ij, y_i), delta from the detached losses."""
 
-    def wta_loss(self, z, y, epsilon: float):
-        """The objective and the detached per-sample member losses (b, M)."""
+    def wta_loss(self, z, y, weights):
+        """The objective and the detached per-sample member losses (b, M); `weights`: epsilon,
+        or a diversity.SetWeights for several sets of members side by side."""
         losses = self.score_loss(z, y)
-        delta = wta_weights(losses.detach(), epsilon)
+        delta = as_weights(weights)(losses.detach())
         return (delta * losses).mean(0).sum(), losses.detach()
 
 
@@ -62,8 +63,9 @@ class SquaredLoss(_MemberTraining):
         """The structured dataset D from member scores: the predictions, (N, M, 1) -> (N, M)."""
         return z[..., 0]
 
-    def wta_gradient(self, z, y, epsilon: float, loss_sum=None):
-        """d/dz of mean_i sum_j delta_ij (z_ij - y_i)^2, delta from the detached losses.
+    def wta_gradient(self, z, y, weights, loss_sum=None):
+        """d/dz of mean_i sum_j delta_ij (z_ij - y_i)^2, delta from the detached losses
+        (`weights`: epsilon, or a diversity.SetWeights for a pack of sets).
 
         loss_sum, if given, accumulates each member's summed loss (the epoch's running
         training error, read off the losses this step computes anyway)."""
@@ -71,7 +73,7 @@ class SquaredLoss(_MemberTraining):
         sq = r * r
         if loss_sum is not None:
             loss_sum.add_(sq.sum(0))
-        delta = wta_weights(sq, epsilon)
+        delta = as_weights(weights)(sq)
         return delta.mul_(r).mul_(2.0 / len(y)).unsqueeze(-1)
 
     def score_loss(self, z, y):
@@ -143,13 +145,13 @@ class CrossEntropy(_MemberTraining):
         """The structured dataset D from member logits: each member's probabilities (N, M, C)."""
         return torch.softmax(z, dim=-1)
 
-    def wta_gradient(self, z, y, epsilon: float, loss_sum=None):
+    def wta_gradient(self, z, y, weights, loss_sum=None):
         """d/dz of mean_i sum_j delta_ij CE(z_ij, y_i) = delta_ij (softmax(z_ij) - e_y) / b."""
         logp = torch.log_softmax(z, dim=-1)
         ce = -logp.gather(-1, y.view(-1, 1, 1).expand(-1, z.shape[1], 1)).squeeze(-1)
         if loss_sum is not None:
             loss_sum.add_(ce.sum(0))
-        delta = wta_weights(ce, epsilon)
+        delta = as_weights(weights)(ce)
         grad = logp.exp_()
         grad.scatter_add_(-1, y.view(-1, 1, 1).expand(-1, z.shape[1], 1),
                           torch.full_like(ce, -1.0).unsqueeze(-1))

@@ -9,7 +9,13 @@ Algorithm 2). Two trainers, one result type:
              lambda1 sign step) -- at b = 1 autograd's per-step overhead would dominate;
   train_cnn  images: M CNNs as one grouped model (learners/cnn.py), autograd and torch.optim.
 
-Both return TrainedMembers, whose `predict` gives the structured dataset D (N, M, d). On-the-fly
+Both return TrainedMembers, whose `predict` gives the structured dataset D (N, M, d).
+
+Several hypothesis sets of one fold can train as one MLP stack (`train_mlp_pack`, a pack):
+the members of all sets side by side, each set with its own delta (winners chosen within the
+set), epsilon, learning rate, lambda1, init scale and scheme; what must be shared for one
+visit order and one kernel per layer is PACK_SHARED. A set trained in a pack equals the set
+trained alone up to floating-point rounding (docs/method.md "Packed hypothesis sets"). On-the-fly
 combiners are observers: `epoch_start()` before every epoch and `batch(D_b, y_b)` after every
 member step, with the batch's pre-step structured vectors. They never feed back into the members,
 so a regression stream recorded here and replayed afterwards (G1/G2/G3) gives the same result as
@@ -23,10 +29,11 @@ import numpy as np
 import torch
 
 from sbfn_dist.diagnostics import count_parameters, flops_per_example
+from sbfn_dist.diversity import SetWeights
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.fields import OPTIMIZERS, defaults
 from sbfn_dist.geometry import GEOMETRIES
-from sbfn_dist.learners.mlp import VectorisedMLP
+from sbfn_dist.learners.mlp import VectorisedMLP, member_init
 from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.runtime import torch_threads
 
@@ -35,6 +42,13 @@ from sbfn_dist.runtime import torch_threads
 SINGLE_THREAD_BELOW = 32
 _MLP = defaults("regression", "tabular")
 _CNN = defaults("classification", "image")
+
+
+# What the hypothesis sets of one pack must share: the visit order (seed, epochs, batch size,
+# shuffle) and one kernel per layer (width, activation, dtype, device, loss); everything else
+# of an MLPConfig may differ from set to set.
+PACK_SHARED = ("width", "epochs", "batch_size", "activation", "seed", "device", "dtype",
+               "geometry", "shuffle")
 
 
 class TrainingDiverged(RuntimeError):
@@ -80,10 +94,11 @@ class CNNConfig:
 class TrainedMembers:
     model: object              # VectorisedMLP (tables) or learners.cnn.Ensemble (images)
     geometry: object
-    seconds: float
+    seconds: float             # in a pack: the pack's time times this set's share of members
     epoch_loss: list           # per epoch, each member's mean training loss on its pre-step
                                # outputs (M,): no extra pass over the data
     chunk: int                 # rows per forward pass when predicting
+    packed_members: int = 0    # members trained together in its stack (its own M if alone)
 
     @torch.no_grad()
     def scores(self, x) -> torch.Tensor:
@@ -131,8 +146,23 @@ class StreamRecorder:
         self.y[self.at:end] = y
         self.at = end
 
-    def arrays(self):
-        return self.z.double().numpy(), self.y.double().numpy()
+    def arrays(self, start: int = 0, stop: int | None = None):
+        """(stream D of members [start, stop), targets) as float64 arrays: a pack's sets each
+        read their own columns."""
+        return self.z[:, start:stop].double().numpy(), self.y.double().numpy()
+
+
+class ColumnObserver:
+    """An observer of one hypothesis set of a pack: it sees only its own members' columns."""
+
+    def __init__(self, observer, start: int, stop: int):
+        self.observer, self.start, self.stop = observer, start, stop
+
+    def epoch_start(self) -> None:
+        self.observer.epoch_start()
+
+    def batch(self, d: torch.Tensor, y: torch.Tensor) -> None:
+        self.observer.batch(d[:, self.start:self.stop], y)
 
 
 # ------------------------------------------------------------------------- tables: MLP stack
@@ -152,21 +182,41 @@ def batch_slices(n: int, cfg: MLPConfig, epoch: int):
 def train_mlp(X: np.ndarray, y: np.ndarray, cfg: MLPConfig, n_outputs: int = 1,
               observers=()) -> TrainedMembers:
     """X (N, p) standardised inputs; y (N,) standardised targets or integer class codes."""
-    threads = 1 if cfg.batch_size < SINGLE_THREAD_BELOW else torch.get_num_threads()
+    [trained] = train_mlp_pack(X, y, [cfg], n_outputs, observers)
+    if isinstance(trained, TrainingDiverged):
+        raise trained
+    return trained
+
+
+def train_mlp_pack(X: np.ndarray, y: np.ndarray, cfgs: list, n_outputs: int = 1,
+                   observers=()) -> list:
+    """Hypothesis sets (MLPConfigs agreeing on PACK_SHARED) trained as one member stack; per set
+    its TrainedMembers, or the TrainingDiverged that ended it (the other sets train on).
+    Observers see the whole stack's D, sets side by side in the order of cfgs."""
+    for name in PACK_SHARED:
+        if len({getattr(c, name) for c in cfgs}) > 1:
+            raise ConfigError(name, [getattr(c, name) for c in cfgs],
+                              "one value for every hypothesis set of a pack (PACK_SHARED)")
+    threads = 1 if cfgs[0].batch_size < SINGLE_THREAD_BELOW else torch.get_num_threads()
     with torch_threads(threads):
-        return _train_mlp(X, y, cfg, n_outputs, observers)
+        return _train_mlp(X, y, cfgs, n_outputs, observers)
 
 
-def _train_mlp(X, y, cfg: MLPConfig, n_outputs: int, observers) -> TrainedMembers:
+def _train_mlp(X, y, cfgs: list, n_outputs: int, observers) -> list:
+    cfg = cfgs[0]                       # for PACK_SHARED
     geometry = GEOMETRIES[cfg.geometry]
     dtype = getattr(torch, cfg.dtype)
     x = torch.as_tensor(X, dtype=dtype, device=cfg.device)
     yt = torch.as_tensor(y, dtype=dtype if cfg.geometry == "squared" else torch.int64,
                          device=cfg.device)
     n = len(x)
-    model = VectorisedMLP(x.shape[1], cfg.n_members, cfg.width, cfg.init_scale, cfg.seed,
-                          cfg.activation, cfg.init_scheme, dtype, cfg.device, n_outputs)
-    l1 = cfg.lambda1 / n
+    model = VectorisedMLP([[t.to(cfg.device) for t in member_init(
+        x.shape[1], cfg.width, c.init_scale, c.seed, j, c.init_scheme, dtype, n_outputs)]
+        for c in cfgs for j in range(c.n_members)], cfg.activation)
+    sizes = [c.n_members for c in cfgs]
+    weights = SetWeights(sizes, [c.epsilon for c in cfgs])
+    lr, shrink = _per_member(model, sizes, [c.lr for c in cfgs], [c.lambda1 / n for c in cfgs])
+    diverged = [None] * len(cfgs)
     start, epoch_loss = time.perf_counter(), []
     with torch.no_grad():
         for epoch in range(cfg.epochs):
@@ -174,18 +224,54 @@ def _train_mlp(X, y, cfg: MLPConfig, n_outputs: int, observers) -> TrainedMember
                 obs.epoch_start()
             order = epoch_order(n, cfg, epoch).to(x.device)
             xs, ys = x[order], yt[order]        # one gather per epoch; batches are views
-            loss_sum = torch.zeros(cfg.n_members, dtype=torch.float64, device=x.device)
+            loss_sum = torch.zeros(model.m, dtype=torch.float64, device=x.device)
             for s in range(0, n, cfg.batch_size):
                 xb, yb = xs[s:s + cfg.batch_size], ys[s:s + cfg.batch_size]
                 z, cache = model.forward(xb)
-                model.backward(geometry.wta_gradient(z, yb, cfg.epsilon, loss_sum), cache)
-                model.sgd_step(cfg.lr, l1)
+                model.step(geometry.wta_gradient(z, yb, weights, loss_sum), cache, lr, shrink)
                 for obs in observers:
                     obs.batch(geometry.structured(z), yb)
-            if not torch.isfinite(model.flat).all():
-                raise TrainingDiverged(f"member parameters became non-finite in epoch {epoch + 1}")
             epoch_loss.append((loss_sum / n).cpu().numpy())
-    return TrainedMembers(model, geometry, time.perf_counter() - start, epoch_loss, chunk=8192)
+            if _note_divergence(model, sizes, diverged, epoch):
+                break                           # every set has diverged
+    return _results(model, geometry, cfgs, diverged, time.perf_counter() - start, epoch_loss)
+
+
+def _per_member(model: VectorisedMLP, sizes: list, lrs: list, l1s: list):
+    """The step's lr and L1 shrink lr * lambda1 / N (VectorisedMLP.step): numbers when the sets
+    agree, else each member's own (lr as (M,), the shrink laid out as the parameters)."""
+    def per_member(values):
+        return torch.tensor([v for v, m in zip(values, sizes) for _ in range(m)],
+                            dtype=model.flat.dtype, device=model.flat.device)
+    shrinks = [lr * l1 for lr, l1 in zip(lrs, l1s)]
+    lr = lrs[0] if len(set(lrs)) == 1 else per_member(lrs)
+    shrink = shrinks[0] if len(set(shrinks)) == 1 else model.member_values(per_member(shrinks))
+    return lr, shrink
+
+
+def _note_divergence(model: VectorisedMLP, sizes: list, diverged: list, epoch: int) -> bool:
+    """Mark each set whose parameters became non-finite this epoch; True when all have."""
+    finite = model.finite_members().cpu().tolist()
+    start = 0
+    for k, m in enumerate(sizes):
+        if diverged[k] is None and not all(finite[start:start + m]):
+            diverged[k] = TrainingDiverged(
+                f"member parameters became non-finite in epoch {epoch + 1}")
+        start += m
+    return all(d is not None for d in diverged)
+
+
+def _results(model, geometry, cfgs, diverged, seconds, epoch_loss) -> list:
+    """Per set: its members as a model of their own, or its TrainingDiverged."""
+    out, start = [], 0
+    for cfg, failed in zip(cfgs, diverged):
+        stop = start + cfg.n_members
+        share = cfg.n_members / model.m
+        out.append(failed or TrainedMembers(
+            model if len(cfgs) == 1 else model.subset(start, stop), geometry, seconds * share,
+            [loss[start:stop] for loss in epoch_loss], chunk=8192, packed_members=model.m))
+        start = stop
+    return out
 
 
 # ------------------------------------------------------------------------- images: CNN stack
@@ -205,6 +291,7 @@ def train_cnn(images, n_classes: int, cfg: CNNConfig, observers=()) -> TrainedMe
     model = build_ensemble(cfg.ensemble, cfg.n_members, images.train_x.shape[1], n_classes,
                            cfg.seed).to(images.train_x.device)
     opt = make_optimizer(model.parameters(), cfg)
+    weights = SetWeights([cfg.n_members], [cfg.epsilon])
     gen = torch.Generator().manual_seed(cfg.seed)
     start, epoch_loss = time.perf_counter(), []
     for epoch in range(cfg.epochs):
@@ -216,7 +303,7 @@ def train_cnn(images, n_classes: int, cfg: CNNConfig, observers=()) -> TrainedMe
         count = 0
         for x, y in images.batches(cfg.batch_size, gen):
             logits = model(x)
-            loss, losses = geometry.wta_loss(logits, y, cfg.epsilon)
+            loss, losses = geometry.wta_loss(logits, y, weights)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -229,4 +316,5 @@ def train_cnn(images, n_classes: int, cfg: CNNConfig, observers=()) -> TrainedMe
         if not torch.isfinite(mean).all():
             raise TrainingDiverged(f"member loss became non-finite in epoch {epoch + 1}")
         epoch_loss.append(mean.cpu().numpy())
-    return TrainedMembers(model, geometry, time.perf_counter() - start, epoch_loss, chunk=1024)
+    return TrainedMembers(model, geometry, time.perf_counter() - start, epoch_loss, chunk=1024,
+                          packed_members=cfg.n_members)

@@ -64,7 +64,10 @@ def _columns() -> dict:
         Column("n_test", "data", "rows every model is scored on"),
         Column("status", "status", "ok, diverged or failed"),
         Column("error", "status", "why the status is not ok"),
-        Column("members_train_seconds", "timing", "training the M members once"),
+        Column("members_train_seconds", "timing", "training the M members once (in a pack: "
+               "its time times this set's share of the packed members)"),
+        Column("packed_members", "size", "members trained together in one stack (its own M "
+               "when trained alone)"),
         Column("plugin_seconds", "timing", "fitting the plug-ins (inner folds + refits)"),
         Column("train_seconds", "timing", "members + plug-ins + this model's fit"),
         Column("eval_seconds", "timing", "member forward pass on the test part + prediction"),

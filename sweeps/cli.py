@@ -11,6 +11,7 @@ import sys
 
 from sbfn_dist.cli import parse_assignments
 from sbfn_dist.errors import SbfnError
+from sweeps.packing import PACK_MODES
 from sweeps.runner import SweepOptions, run_sweep
 from sweeps.spaces import smoke
 
@@ -47,6 +48,9 @@ def common_parser(description: str) -> argparse.ArgumentParser:
                    help="fraction of a GPU per trial (default 0.25 with GPUs: 4 trials share one)")
     g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
     g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
+    g.add_argument("--pack", choices=PACK_MODES, default="auto",
+                   help="auto: tabular configurations that can share a member stack train "
+                   "together, one Ray trial per pack (docs/sweeps.md); off: one per trial")
     g.add_argument("--storage", default="results", help="parent directory or pyarrow URI "
                    "(s3://bucket/prefix) of the sweep's results directory (default: results)")
     g.add_argument("--name", help="the sweep's name (default: DATASET-GRID[-smoke])")
@@ -83,6 +87,7 @@ def options(args, default_name: str, default_objective: str) -> SweepOptions:
         mlflow_uri=args.mlflow_uri, mlflow=not args.no_mlflow, resume=args.resume,
         search=args.search, num_samples=args.num_samples, search_seed=args.search_seed,
         objective=args.objective or default_objective, max_failures=args.max_failures,
+        pack=args.pack,
         dry_run=args.dry_run, overrides=overrides,
         command=" ".join(shlex.quote(a) for a in sys.argv))
 

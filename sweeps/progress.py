@@ -22,7 +22,7 @@ def _clock(seconds: float) -> str:
 
 class StoreKeeper(Callback):
     """Rewrites results.parquet from the parts (at most every `every` s, and at each trial's
-    end); writes a `failed` row for a trial that ran out of retries."""
+    end); writes a `failed` row for each configuration of a trial that ran out of retries."""
 
     def __init__(self, store: ResultStore, resolve, every: float = 10.0):
         self.store, self.resolve, self.every = store, resolve, every
@@ -36,10 +36,10 @@ class StoreKeeper(Callback):
         self._consolidate()
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        config = self.resolve(trial.config)
-        if all(self.store.has_part(config["trial_id"], f) for f in folds_of(config)):
-            return  # every fold is in the store: the work is done, whatever Tune's state says
-        self.store.write_failed(config["trial_id"], records.failed(config, error_text(trial)))
+        for config in self.resolve(trial.config):      # each configuration of the pack
+            if all(self.store.has_part(config["trial_id"], f) for f in folds_of(config)):
+                continue  # every fold is in the store: its work is done, whatever Tune says
+            self.store.write_failed(config["trial_id"], records.failed(config, error_text(trial)))
         self._consolidate()
 
     def on_experiment_end(self, trials, **info):
@@ -104,7 +104,7 @@ class ProgressLine(Callback):
             return None
         pick = min if self.mode == "min" else max
         value, trial = pick(scored, key=lambda vt: vt[0])
-        return value, trial.last_result.get("objective_model", ""), trial.config
+        return value, trial.last_result.get("objective_model", ""), _label(trial)
 
     def _done(self, trials) -> int:
         return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
@@ -126,8 +126,7 @@ class ProgressLine(Callback):
             if self.computed and count("RUNNING", "PENDING") else None   # ASHA may stop early
         best, found = "", self._best(trials)
         if found:
-            label = found[2].get("trial", found[2])
-            best = f" | best {found[0]:.4g} ({found[1]}, {_short(label)})"
+            best = f" | best {found[0]:.4g} ({found[1]}, {found[2]})"
         return (f"[{self.name}] trials {count('TERMINATED')}/{len(trials)} done, "
                 f"{count('RUNNING')} running, {count('PENDING')} pending, {count('ERROR')} failed"
                 f" | folds {done}/{self.total_folds}{best} | {_clock(elapsed)} elapsed"
@@ -139,5 +138,11 @@ def _objective(trial):
     return None if value is None or value != value else value   # NaN: a diverged trial
 
 
-def _short(config: dict) -> str:
+def _label(trial) -> str:
+    """The axes of the trial's best configuration: the pack member named by its result's
+    objective_key, else the trial's only (or Optuna's sampled) configuration."""
+    params = trial.config.get("trial", {}).get("pack") or [trial.config]
+    keys = (trial.last_result or {}).get("trial_keys") or []
+    best = (trial.last_result or {}).get("objective_key")
+    config = params[keys.index(best)] if best in keys and len(keys) == len(params) else params[0]
     return " ".join(f"{k}={v}" for k, v in config.items() if not isinstance(v, (list, dict)))

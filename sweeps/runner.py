@@ -7,6 +7,7 @@
 import functools
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from sbfn_dist.config import absolute_paths
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.fields import field as config_field
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.summary import comparison_table
+from sweeps.packing import PACK_MODES, packs
 from sweeps.spaces import SweepSpec
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
@@ -42,6 +45,7 @@ class SweepOptions:
     search_seed: int = 0
     objective: str = ""                 # model whose score search and "best" use
     max_failures: int = 2
+    pack: str = "auto"                  # sweeps.packing: configurations training together
     gpu_wait_s: float | None = None     # None: 0 locally, 600 s on a cluster (autoscaling)
     dry_run: bool = False
     command: str = ""
@@ -58,6 +62,8 @@ class SweepOptions:
             raise ConfigError("--cpus-per-trial", self.cpus_per_trial, "a positive number")
         if self.search not in ("grid", "optuna"):
             raise ConfigError("--search", self.search, "grid or optuna")
+        if self.pack not in PACK_MODES:
+            raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:
@@ -76,8 +82,9 @@ class SweepOutcome:
 
 
 def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
-    """The settings every trial starts from: the grid's base and the user's --set."""
-    return {**spec.base, **opts.overrides}
+    """The settings every trial starts from: the grid's base and the user's --set, with paths
+    made absolute here, in the driver (a trial runs in Ray Tune's working directory)."""
+    return absolute_paths({**spec.base, **opts.overrides})
 
 
 def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
@@ -122,10 +129,10 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     where = _connect(opts)
     warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
-    print(f"[{opts.name}] {_trial_count(opts, configs)} on {where}; results -> {store.root}"
-          + _small_space_note(spec, opts), file=out)
+    print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
+          f"results -> {store.root}" + _small_space_note(spec, opts), file=out)
     start = time.monotonic()
-    tracking_uri, trials, progress = _fit(spec, opts, store, configs)
+    tracking_uri, trials, progress = _fit(spec, opts, store, configs, trial_packs(opts, configs))
     table = store.consolidate()
     outcome = SweepOutcome(store.root, table, tracking_uri, trials, time.monotonic() - start,
                            progress.max_running)
@@ -171,7 +178,24 @@ def _connect(opts: SweepOptions) -> str:
     return where
 
 
-def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict]):
+def trial_slots(opts: SweepOptions) -> int:
+    """How many trials run at once: --max-concurrent, else the CPUs (of the connected Ray, or of
+    this machine before it starts) over the CPUs per trial."""
+    if opts.max_concurrent:
+        return opts.max_concurrent
+    import ray
+    cpus = (ray.cluster_resources().get("CPU", 1) if ray.is_initialized()
+            else opts.num_cpus or os.cpu_count() or 1)
+    return max(1, int(cpus // opts.cpus_per_trial))
+
+
+def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
+    """The configurations of each Ray trial (sweeps.packing); Optuna samples one at a time."""
+    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
+
+
+def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
+         trial_packs_: list[list[int]]):
     from ray import tune
     base = shared(spec, opts)
     resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
@@ -181,7 +205,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
                              threads=max(1, int(opts.cpus_per_trial))),
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
-    tuner = _tuner(spec, opts, store, configs, trainable, callbacks)
+    tuner = _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_)
     results = tuner.fit()
     if opts.max_failures and _lost_to_a_dead_node(results):
         # Ray Tune can count one node's death twice (the trial's pending result and its actor
@@ -245,7 +269,7 @@ def _callbacks(spec, opts, store, configs, resolve):
     return callbacks, progress, tracking_uri
 
 
-def _tuner(spec, opts, store, configs, trainable, callbacks):
+def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
     from ray import tune
     tune_dir = _tune_dir(store)
     if opts.resume and tune.Tuner.can_restore(tune_dir):
@@ -259,18 +283,19 @@ def _tuner(spec, opts, store, configs, trainable, callbacks):
         # state may point at a checkpoint that num_to_keep would already have deleted.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
         callbacks=callbacks, verbose=0)
-    tune_config, space = _search(spec, opts, configs)
+    tune_config, space = _search(spec, opts, configs, trial_packs_)
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
-def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict]):
+def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict], trial_packs_: list):
     from ray import tune
     common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
                   max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
                   trial_dirname_creator=_trial_name)
     if opts.search == "grid":
         overrides = spec.trials()
-        return tune.TuneConfig(**common), {"trial": tune.grid_search(overrides)}
+        space = [{"pack": [overrides[i] for i in pack]} for pack in trial_packs_]
+        return tune.TuneConfig(**common), {"trial": tune.grid_search(space)}
     import optuna
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
@@ -287,15 +312,19 @@ def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict]):
 
 
 def _trial_name(trial) -> str:
-    params = trial.config.get("trial", trial.config)
-    label = "_".join(f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict)))
-    return f"{trial.trial_id}_{label}"[:100]
+    """The trial id, the size of its pack and the first configuration's axes."""
+    pack = trial.config["trial"]["pack"] if "trial" in trial.config else [trial.config]
+    label = "_".join(f"{k}={v}" for k, v in pack[0].items() if not isinstance(v, (list, dict)))
+    size = f"{len(pack)}cfg_" if len(pack) > 1 else ""
+    return f"{trial.trial_id}_{size}{label}"[:100]
 
 
-def _trial_count(opts: SweepOptions, configs: list[dict]) -> str:
+def _trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) -> str:
     if opts.search == "optuna":
         # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
         return f"{opts.num_samples} Optuna trials (no competitors or M = 1 reference)"
+    if len(trial_packs_) < len(configs):
+        return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack auto)"
     return f"{len(configs)} trials"
 
 
@@ -314,17 +343,22 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
                                                   if opts.gpus_per_trial else "")
     print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}", file=out)
+    trial_packs_ = trial_packs(opts, configs)
     if opts.search == "optuna":
-        print(f"  {_trial_count(opts, configs)}: TPE (seed {opts.search_seed}) samples "
+        print(f"  {_trial_count(opts, configs, trial_packs_)}: TPE (seed {opts.search_seed}) samples "
               + ", ".join(f"{k} in {list(v)}" for k, v in spec.axes.items())
               + _small_space_note(spec, opts), file=out)
     else:
-        print(f"  {len(configs)} trials, {folds} folds/splits in all", file=out)
-        for c in configs:
-            role = c["extra"].get("role")
-            what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} " \
-                + (f"lr={c['lr']:g} " if role == "reference" else "")
-            print(f"    {c['trial_id']:<42} folds {len(folds_of(c)):>2}  {what}role={role}", file=out)
+        print(f"  {_trial_count(opts, configs, trial_packs_)}, {folds} folds/splits in all",
+              file=out)
+        for n, pack in enumerate(trial_packs_):
+            for i in pack:
+                c = configs[i]
+                role = c["extra"].get("role")
+                what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} " \
+                    + (f"lr={c['lr']:g} " if role == "reference" else "")
+                print(f"    trial {n:>3}  {c['trial_id']:<42} folds {len(folds_of(c)):>2}  "
+                      f"{what}role={role}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
     print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)

@@ -1,4 +1,5 @@
-"""MLflow logging from the driver: one experiment per sweep, one run per trial.
+"""MLflow logging from the driver: one experiment per sweep, one run per configuration (a Ray
+trial that trains a pack of configurations logs one run for each).
 
 Why the driver (a Tune callback) and not the workers: workers then need no route to the
 tracking server (cluster GPU nodes stay private), the sqlite store has a single writer, and a
@@ -19,6 +20,7 @@ from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.records import metric_of
 from sweeps.store import ResultStore
+from sweeps.trainable import folds_of
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
 NUMERIC = (int, float)
@@ -89,10 +91,11 @@ class MLflowSweepLogger(Callback):
                 self.tracking_uri, self.sweep["name"], self.artifact_location)
         return self._client
 
-    def run_id(self, trial) -> str:
+    def run_ids(self, trial) -> dict:
+        """The MLflow run of each configuration of the trial's pack, by configuration key."""
         if trial.trial_id not in self.runs:
-            config = self.resolve(trial.config)
-            self.runs[trial.trial_id] = self._find_or_start(config)
+            self.runs[trial.trial_id] = {c["trial_id"]: self._find_or_start(c)
+                                         for c in self.resolve(trial.config)}
         return self.runs[trial.trial_id]
 
     def _find_or_start(self, config: dict) -> str:
@@ -112,7 +115,7 @@ class MLflowSweepLogger(Callback):
         return run.info.run_id
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        self._safely(self.run_id, trial)
+        self._safely(self.run_ids, trial)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._safely(self._log_metrics, trial, result)
@@ -124,25 +127,33 @@ class MLflowSweepLogger(Callback):
         self._safely(self._finish, trial, "FAILED")
 
     def _log_metrics(self, trial, result: dict) -> None:
+        """Each configuration's running summary (sweeps.trainable.summarise_pack) to its run,
+        as steps of folds done."""
         from mlflow.entities import Metric
-        step = int(result.get("folds_done", 0))
         stamp = int(result.get("timestamp", 0) * 1000)
-        metrics = [Metric(k, float(v), stamp, step) for k, v in result.items()
-                   if (k.startswith(self.metric_prefix)
-                       or k in ("objective", "folds_done", "not_ok"))
-                   and isinstance(v, NUMERIC) and not isinstance(v, bool)]
-        self.client.log_batch(self.run_id(trial), metrics=metrics)
+        runs = self.run_ids(trial)
+        for key, summary in result.get("configs", {}).items():
+            step = int(summary.get("folds_done", 0))
+            metrics = [Metric(k, float(v), stamp, step) for k, v in summary.items()
+                       if (k.startswith(self.metric_prefix)
+                           or k in ("objective", "folds_done", "not_ok"))
+                       and isinstance(v, NUMERIC) and not isinstance(v, bool)]
+            self.client.log_batch(runs[key], metrics=metrics)
 
     def _finish(self, trial, status: str) -> None:
-        run_id = self.run_id(trial)
-        key = self.resolve(trial.config)["trial_id"]
-        mine = self.store.read_parts(key)
-        if len(mine):
-            with tempfile.TemporaryDirectory() as d:
-                mine.to_parquet(os.path.join(d, "records.parquet"), index=False)
-                mine.to_csv(os.path.join(d, "records.csv"), index=False)
-                self.client.log_artifacts(run_id, d)
-        self.client.set_terminated(run_id, status)
+        """Each run gets its records as artifacts; a failed trial fails only the runs whose
+        configuration misses a fold (the others finished in the store)."""
+        for config in self.resolve(trial.config):
+            key = config["trial_id"]
+            mine = self.store.read_parts(key)
+            if len(mine):
+                with tempfile.TemporaryDirectory() as d:
+                    mine.to_parquet(os.path.join(d, "records.parquet"), index=False)
+                    mine.to_csv(os.path.join(d, "records.csv"), index=False)
+                    self.client.log_artifacts(self.run_ids(trial)[key], d)
+            complete = all(self.store.has_part(key, f) for f in folds_of(config))
+            self.client.set_terminated(self.run_ids(trial)[key],
+                                       "FINISHED" if complete else status)
 
     def _safely(self, fn, *args) -> None:
         """A tracking hiccup must not stop the sweep: results are in results.parquet anyway."""

@@ -1,9 +1,12 @@
-"""The Ray Tune function trainable: one trial = one hypothesis set, all its folds or one split.
+"""The Ray Tune function trainable: one trial = one pack of configurations, all their folds (or
+one image split). A pack is one configuration, or several tabular ones whose members train as
+one stack per fold (`sbfn_dist.experiment.run_trials`, `--pack auto`).
 
-For each fold the trial calls `sbfn_dist.experiment.run_trial`, writes the fold's records to
-the results store at once (nothing finished is lost if the driver dies), then reports running
-means per combiner and checkpoints which folds are done. A fold whose part is already in the
-store (an earlier attempt, a resumed sweep) is read back, not recomputed.
+For each fold the trial computes the configurations whose part is not in the store yet, writes
+each one's records to the store at once (nothing finished is lost if the driver dies), then
+reports running means per configuration and checkpoints which folds are done. A configuration
+whose fold is already in the store (an earlier attempt, a resumed sweep) is read back, not
+recomputed: retries and --resume work per configuration.
 """
 
 import hashlib
@@ -16,7 +19,7 @@ import tempfile
 from ray import tune
 
 from sbfn_dist.config import TrialConfig
-from sbfn_dist.experiment import run_trial
+from sbfn_dist.experiment import run_trials
 from sbfn_dist.tasks import TASKS
 from sweeps.store import ResultStore
 
@@ -58,10 +61,12 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def resolve_trial(params: dict, *, base: dict, sweep: str) -> dict:
-    """A Tune trial's params -> its full config (grid: under "trial"; Optuna: top level)."""
-    override = {**params.get("trial", {}), **{k: v for k, v in params.items() if k != "trial"}}
-    return trial_config(override, base, sweep)
+def resolve_trial(params: dict, *, base: dict, sweep: str) -> list[dict]:
+    """A Tune trial's params -> the full configs of its pack (grid: the overrides under
+    "trial"/"pack"; Optuna: one configuration, its sampled fields at the top level)."""
+    if "trial" in params:
+        return [trial_config(o, base, sweep) for o in params["trial"]["pack"]]
+    return [trial_config(params, base, sweep)]
 
 
 def folds_of(config: dict) -> list:
@@ -71,26 +76,42 @@ def folds_of(config: dict) -> list:
 
 def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
                     objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
-    """Tune function trainable. `params` holds the trial override (grid: under "trial";
-    Optuna: the sampled fields at top level). Never returns a value (Tune's metric lookup)."""
-    config = resolve_trial(params, base=base, sweep=sweep)
+    """Tune function trainable over one pack (resolve_trial). Never returns a value (Tune's
+    metric lookup)."""
+    configs = resolve_trial(params, base=base, sweep=sweep)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     _limit_device(gpu_fraction, threads)
     store = ResultStore(results_uri)
-    store.clear_failed(config["trial_id"])
+    for config in configs:
+        store.clear_failed(config["trial_id"])
     done = _restored_folds()
-    records = []
-    for fold in folds_of(config):
-        part = store.read_part(config["trial_id"], fold)
-        computed = part is None
-        if computed:
-            part = run_trial({**config, "fold": fold})
+    records = {c["trial_id"]: [] for c in configs}
+    for fold in folds_of(configs[0]):           # a pack's configurations share their folds
+        parts = {c["trial_id"]: store.read_part(c["trial_id"], fold) for c in configs}
+        todo = [c for c in configs if parts[c["trial_id"]] is None]
+        for config, part in zip(todo, run_trials([{**c, "fold": fold} for c in todo])):
             store.write_part(config["trial_id"], fold, part)
-        records += part
+            parts[config["trial_id"]] = part
+        for key, part in parts.items():
+            records[key] += part
         done.add(fold)
         # fold_computed tells the progress line which folds cost time (read-backs do not).
-        _report({**summarise(records, objective), "trial_key": config["trial_id"],
-                 "fold_computed": computed}, done)
+        _report({**summarise_pack(records, objective), "fold_computed": bool(todo)}, done)
+
+
+def summarise_pack(records: dict, objective: str) -> dict:
+    """The pack's result: each configuration's running summary (under "configs", by key), the
+    folds done by all of them together, and the best objective among them (Tune's metric)."""
+    per = {key: summarise(recs, objective) for key, recs in records.items()}
+    task = TASKS[next(iter(records.values()))[0]["task"]]
+    scored = [k for k, s in per.items() if s["objective"] == s["objective"]]   # not NaN
+    best = min(scored, key=lambda k: task.sign() * per[k]["objective"], default=None)
+    return {"configs": per, "trial_keys": list(records),
+            "folds_done": sum(s["folds_done"] for s in per.values()),
+            "not_ok": sum(s["not_ok"] for s in per.values()),
+            "objective": per[best]["objective"] if best else float("nan"),
+            "objective_model": per[best]["objective_model"] if best else "",
+            "objective_key": best or ""}
 
 
 def _limit_device(gpu_fraction: float, threads: int) -> None:

@@ -19,6 +19,11 @@ def run_tiny(tmp_path, *extra, name="tiny", task="regression"):
     return run_sweep(smoke(spec), opts)
 
 
+def config_keys(outcome) -> set:
+    """The configuration keys the sweep's trials reported (a trial may train a pack of them)."""
+    return {k for t in outcome.trials for k in t["trial_keys"]}
+
+
 def results(root) -> pd.DataFrame:
     return pd.read_parquet(f"{root}/results.parquet")
 

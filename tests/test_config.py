@@ -134,3 +134,11 @@ def test_bad_csv_is_a_clear_error(tmp_path):
         run_trial({"dataset": f"csv:{path}"})
     with pytest.raises(DataError, match="task='classification'"):
         run_trial({"dataset": f"csv:{path}", "target": "b"})
+
+
+def test_paths_become_absolute_so_a_trial_may_run_anywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = TrialConfig.from_dict({"dataset": "csv:data/t.csv", "target": "y",
+                                 "data_dir": "../shared"})
+    assert cfg.dataset == f"csv:{tmp_path / 'data' / 't.csv'}"
+    assert cfg.data_dir == str(tmp_path.parent / "shared")

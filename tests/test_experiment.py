@@ -11,7 +11,7 @@ import pytest
 from sbfn_dist import combining, records
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
-from sbfn_dist.experiment import run_trial
+from sbfn_dist.experiment import run_trial, run_trials
 from sbfn_dist.tasks import CLASSIFICATION_COMBINERS, COMPETITORS, REGRESSION_COMBINERS
 
 QUICK = {"n_members": 3, "epsilon": 0.35, "width": 16, "epochs": 2, "batch_size": 8,
@@ -67,8 +67,8 @@ def test_members_are_trained_once_per_fold_for_every_combiner(monkeypatch):
     """Combiner-only settings never retrain: one member training per fold, whatever the
     number of combiners and lambda2 values."""
     calls = []
-    real = combining.train_mlp
-    monkeypatch.setattr(combining, "train_mlp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = combining.train_mlp_pack
+    monkeypatch.setattr(combining, "train_mlp_pack", lambda *a, **k: calls.append(1) or real(*a, **k))
     out = run_trial(dict(QUICK, dataset="diabetes", folds=3, competitors=[],
                          competitor_grid=None, lambda2=[0.0, 1.0, 3.0]))
     assert len(calls) == 3 and len(out) == 3 * (5 * 3 + 1)
@@ -149,3 +149,41 @@ def test_tabular_classification_from_a_csv_with_text_labels(tmp_path):
     out = run_trial({"dataset": f"csv:{path}", "task": "classification", "target": "kind",
                      "folds": 3, "fold": 0, "combiners": ["logit_mean"]})
     assert out[0]["n_classes"] == 3 and out[0]["accuracy"] > 0.8
+
+
+def _scores(out):
+    return {(r["fold"], r["model"], r["model_params"]): (r["status"], r.get("rmse", r.get("accuracy")))
+            for r in out}
+
+
+@pytest.mark.parametrize("batch_size", [1, 8])
+def test_trials_run_as_packs_give_each_trial_its_own_records(batch_size):
+    """run_trials packs the hypothesis sets of compatible trials into one member stack per fold;
+    every trial's records equal its own run_trial's (b = 1: to the bit; else to rounding)."""
+    base = {"dataset": "diabetes", "folds": 3, "width": 16, "epochs": 2,
+            "batch_size": batch_size, "lambda2": [0.0, 3.0]}
+    configs = [dict(base, n_members=m, epsilon=e) for m in (2, 3) for e in (0.0, 0.35)]
+    configs += [dict(base, n_members=1, epsilon=0.0, lr=0.003, combiners=["arithmetic"],
+                     lambda2=None),                                     # the M = 1 reference
+                dict(base, n_members=2, width=8),                      # another width: own pack
+                {"dataset": "diabetes", "folds": 3, "combiners": [], "competitors": ["svm_rbf"],
+                 "competitor_grid": "default"}]
+    packed = run_trials(configs)
+    for config, recs in zip(configs, packed):
+        alone = _scores(run_trial(config))
+        assert _scores(recs).keys() == alone.keys()
+        for key, (status, score) in _scores(recs).items():
+            assert status == alone[key][0] == "ok"
+            assert score == pytest.approx(alone[key][1], rel=0 if batch_size == 1 else 1e-5)
+    sizes = {r["packed_members"] for recs in packed[:5] for r in recs}
+    assert sizes == {2 + 2 + 3 + 3 + 1}                     # one stack of five sets per fold
+    assert {r["packed_members"] for r in packed[5]} == {2}
+
+
+def test_a_pack_reports_a_diverged_trial_and_keeps_the_others():
+    base = {"dataset": "diabetes", "folds": 3, "fold": 0, "width": 16, "epochs": 2,
+            "batch_size": 1, "combiners": ["sbfn_ls_linear"]}
+    calm, wild = dict(base, n_members=2), dict(base, n_members=2, lr=1e4, init_scale=50.0)
+    [calm_recs, wild_recs] = run_trials([calm, wild])
+    assert {r["status"] for r in wild_recs} == {"diverged"} and "non-finite" in wild_recs[0]["error"]
+    assert _scores(calm_recs) == _scores(run_trial(calm))

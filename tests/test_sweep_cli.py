@@ -84,9 +84,15 @@ def test_a_remote_storage_needs_a_tracking_server(capsys):
 def test_dry_run_lists_trials_and_resources_and_runs_nothing(capsys, tmp_path):
     assert regression(SMOKE + ["--dry-run", "--storage", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "6 trials, 18 folds/splits" in out and "1 CPU" in out
+    assert "6 configurations in 3 trials (--pack auto), 18 folds/splits" in out
+    assert "1 CPU" in out and "trial   0" in out
     assert "competitors_s0_" in out
     assert not any(tmp_path.iterdir())
+
+
+def test_dry_run_without_packing_lists_one_configuration_per_trial(capsys, tmp_path):
+    assert regression(SMOKE + ["--dry-run", "--pack", "off", "--storage", str(tmp_path)]) == 0
+    assert "6 trials, 18 folds/splits" in capsys.readouterr().out
 
 
 def test_a_missing_data_directory_stops_the_sweep_before_ray(capsys, tmp_path):
@@ -131,7 +137,8 @@ def test_classification_dry_run_lists_the_reference_competitors_and_ensembles(ca
     assert classification(["--dataset", "iris", "--grid", "demo", "--smoke", "--dry-run",
                            "--storage", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "6 trials, 18 folds/splits" in out and "M1_eps0_reference_s0_" in out
+    assert "6 configurations in 4 trials (--pack auto), 18 folds/splits" in out
+    assert "M1_eps0_reference_s0_" in out   # the reference holds out no validation part: own pack
     assert "svm_rbf_competitors_s0_" in out and "M10_eps0.5_s0_" in out
     with pytest.raises(SystemExit):    # λ2 is a regression combiner's: not an option here
         classification(["--dataset", "iris", "--grid", "demo", "--lambda2", "3"])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweep_helpers import TINY, assert_each_fold_once, mlflow_runs, results, run_tiny
+from tests.sweep_helpers import (TINY, assert_each_fold_once, config_keys, mlflow_runs, results,
+                                 run_tiny)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -44,7 +45,7 @@ def test_a_worker_node_removed_mid_sweep_loses_no_trial_and_duplicates_none(tmp_
         ray.shutdown()
         cluster.shutdown()
     assert removed.is_set()
-    keys = {t["trial_key"] for t in outcome.trials}
+    keys = config_keys(outcome)
     assert len(keys) == 6
     assert_each_fold_once(results(outcome.root), keys, range(3))
 

@@ -13,7 +13,7 @@ def trial(trial_id, status, folds_done=0, objective=None, model="sbfn_ls"):
     last = {"folds_done": folds_done, "objective": objective, "objective_model": model} \
         if folds_done else {}
     return SimpleNamespace(trial_id=trial_id, status=status, last_result=last,
-                           config={"trial": {"n_members": int(trial_id[1:])}})
+                           config={"trial": {"pack": [{"n_members": int(trial_id[1:])}]}})
 
 
 def resumed_line(computed_results: list[dict], trials) -> str:
@@ -66,7 +66,7 @@ def failed_row(tmp_path, config: dict):
     store.create()
     store.write_part("done", 0, [{"model": "arithmetic", "status": "ok", "rmse": 1.0,
                                   "plugin_members": "[]"}])
-    keeper = StoreKeeper(store, resolve=lambda params: params)
+    keeper = StoreKeeper(store, resolve=lambda params: [params])
     broken = SimpleNamespace(config=config, get_pickled_error=lambda: RuntimeError("node lost"))
     keeper.on_trial_error(0, [broken], broken)
     table = store.consolidate()     # raises if the failed row cannot sit beside the parts
@@ -94,3 +94,12 @@ def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings
     assert row["task"] == "classification"        # a csv data set's name says nothing of it
     assert row["role"] == "competitors" and row["status"] == "failed"
     assert "n_members" not in row.index or row.isna()["n_members"]   # a competitor trains none
+
+
+def test_the_best_of_a_pack_is_named_by_its_own_axes():
+    pack = SimpleNamespace(trial_id="p", status="RUNNING", config={"trial": {"pack": [
+        {"n_members": 2, "epsilon": 0.0}, {"n_members": 5, "epsilon": 0.35}]}},
+        last_result={"folds_done": 2, "objective": 0.3, "objective_model": "sbfn_ls",
+                     "trial_keys": ["M2_eps0_x", "M5_eps0.35_y"], "objective_key": "M5_eps0.35_y"})
+    line = ProgressLine("sweep", total_folds=20, mode="min").line([pack])
+    assert "best 0.3 (sbfn_ls, n_members=5 epsilon=0.35)" in line

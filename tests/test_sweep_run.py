@@ -1,10 +1,11 @@
 """Real sweeps through Ray Tune on a local Ray (127.0.0.1), logged to real MLflow stores."""
 
+import numpy as np
 import pytest
 
 from analysis.report import write_report
 from sweeps.resources import ResourceError
-from tests.sweep_helpers import assert_each_fold_once, mlflow_runs, results, run_tiny
+from tests.sweep_helpers import assert_each_fold_once, config_keys, mlflow_runs, results, run_tiny
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -20,8 +21,9 @@ def local_ray():
 def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, capsys):
     outcome = run_tiny(tmp_path, "--members", "2")
     table = results(outcome.root)
-    ids = {t["trial_key"] for t in outcome.trials}
+    ids = config_keys(outcome)
     assert len(ids) == 4       # M=2 × ε∈{0, 0.35}, the M = 1 reference, the competitors
+    assert len(outcome.trials) == 3     # --pack auto, 2 CPUs: two packs of MLP sets + SVM-RBF
     assert_each_fold_once(table, ids, range(3))
     assert set(table["model"]) >= {"sbfn_ls", "g1", "arithmetic", "svm_rbf"}
     assert (table["sweep"] == "tiny").all()
@@ -47,7 +49,25 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, cap
 
     out = capsys.readouterr().out
     assert "results.parquet" in out and "mlflow ui --backend-store-uri" in out
-    assert "python -m analysis.report" in out and "trials 4/4 done" in out
+    assert "python -m analysis.report" in out and "trials 3/3 done" in out
+    assert "4 configurations in 3 trials (--pack auto)" in out
+
+
+def test_packed_and_unpacked_sweeps_give_the_same_records(tmp_path):
+    """--pack auto trains compatible configurations as one member stack per fold: each keeps
+    its own records (and trial key), equal to the unpacked sweep's up to float32 rounding."""
+    packed = results(run_tiny(tmp_path, "--no-mlflow", name="packed").root)
+    alone = results(run_tiny(tmp_path, "--no-mlflow", "--pack", "off", name="alone").root)
+    key = ["role", "n_members", "epsilon", "lr", "fold", "model", "model_params"]  # keys name
+    # their sweep, so the two sweeps' trial ids differ
+    merged = packed.merge(alone, on=key, suffixes=("_packed", "_alone"))
+    assert len(merged) == len(packed) == len(alone)
+    ensemble = merged[merged["role"] == "ensemble"]
+    assert (ensemble["rmse_packed"] == ensemble["rmse_alone"]).all()     # M >= 2: to the bit
+    # M = 1 alone takes torch's batch-of-one matrix-product path: float32 rounding apart
+    assert np.allclose(merged["rmse_packed"], merged["rmse_alone"], rtol=1e-5, atol=0)
+    assert (ensemble["packed_members_packed"] > ensemble["n_members"]).all()
+    assert (ensemble["packed_members_alone"] == ensemble["n_members"]).all()
 
 
 def test_the_same_sweep_logs_to_a_real_mlflow_server(tmp_path, mlflow_server):

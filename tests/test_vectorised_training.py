@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from sbfn_dist.members import MLPConfig, StreamRecorder, TrainingDiverged, train_mlp
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.members import (MLPConfig, StreamRecorder, TrainingDiverged, train_mlp,
+                               train_mlp_pack)
 from sbfn_dist.learners.reference import train_members_looped
 
 
@@ -109,3 +111,48 @@ def test_divergence_is_reported_not_hidden():
     cfg = MLPConfig(n_members=2, width=8, epochs=3, batch_size=1, lr=1e6, init_scale=10.0)
     with pytest.raises(TrainingDiverged, match="non-finite"):
         train_members(X, y * 1e6, cfg)
+
+
+def _pack_configs(**shared):
+    """Five hypothesis sets that differ in everything a set may: M, epsilon, lr, chi, lambda1,
+    init scheme (M = 1 included)."""
+    sets = [dict(n_members=3, epsilon=0.0, lr=0.05), dict(n_members=1, epsilon=0.2, lr=0.02),
+            dict(n_members=5, epsilon=0.35, lr=0.05, init_scale=0.5),
+            dict(n_members=2, epsilon=0.5, lr=0.1, lambda1=0.3, init_scheme="scaled_normal"),
+            dict(n_members=5, epsilon=0.35, lr=0.05)]
+    return [MLPConfig(**s, **shared) for s in sets]
+
+
+@pytest.mark.parametrize("batch_size,geometry,n_outputs", [(1, "squared", 1), (8, "squared", 1),
+                                                           (4, "cross_entropy", 3)])
+def test_hypothesis_sets_trained_as_one_pack_equal_each_set_trained_alone(batch_size, geometry,
+                                                                           n_outputs):
+    X, y = problem()
+    if geometry == "cross_entropy":
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    cfgs = _pack_configs(width=8, epochs=2, batch_size=batch_size, dtype="float64",
+                         geometry=geometry)
+    packed = train_mlp_pack(X, y, cfgs, n_outputs)
+    for cfg, together in zip(cfgs, packed):
+        alone = train_mlp(X, y, cfg, n_outputs)
+        np.testing.assert_allclose(together.model.flat.numpy(), alone.model.flat.numpy(),
+                                   rtol=0, atol=1e-10)
+        assert together.packed_members == 16 and alone.packed_members == cfg.n_members
+
+
+def test_a_diverging_set_does_not_disturb_the_others_of_its_pack():
+    X, y = problem()
+    calm = MLPConfig(n_members=3, width=8, epochs=3, batch_size=1, dtype="float64")
+    wild = MLPConfig(n_members=2, width=8, epochs=3, batch_size=1, dtype="float64", lr=1e6,
+                     init_scale=10.0)
+    packed = train_mlp_pack(X, y * 1e6, [calm, wild])
+    with pytest.raises(TrainingDiverged) as alone_err:
+        train_mlp(X, y * 1e6, wild)
+    assert isinstance(packed[1], TrainingDiverged) and str(packed[1]) == str(alone_err.value)
+    np.testing.assert_allclose(packed[0].model.flat.numpy(),       # targets of order 1e6
+                               train_mlp(X, y * 1e6, calm).model.flat.numpy(), rtol=1e-12)
+
+
+def test_a_pack_refuses_sets_that_cannot_share_its_kernels():
+    with pytest.raises(ConfigError, match="width"):
+        train_mlp_pack(*problem(), [MLPConfig(width=8), MLPConfig(width=16)])

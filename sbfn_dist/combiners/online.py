@@ -103,16 +103,18 @@ class OnlineSBFN:
         return fit_online_grid(D[order], y[order], 1, [self])[0]
 
 
-def alpha_recursion(phis: np.ndarray, y: np.ndarray, batch_size: int, lambdas: np.ndarray,
-                    lrs: np.ndarray) -> np.ndarray:
-    """Run Algorithm 1's alpha update for C models at once: phis (C, T, K) -> alpha (C, K)."""
-    c, t, k = phis.shape
+def alpha_recursion(phis: np.ndarray, index, y: np.ndarray, batch_size: int,
+                    lambdas: np.ndarray, lrs: np.ndarray) -> np.ndarray:
+    """Run Algorithm 1's alpha update for C models at once: model c reads the features
+    phis[index[c]] (U, T, K) -> alpha (C, K)."""
+    index = np.asarray(index)
+    c, (_, t, k) = len(index), phis.shape
     alpha = np.zeros((c, k))
     decay = (1.0 - lrs * lambdas)[:, None]
     step = lrs[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
         for s in range(0, t, batch_size):
-            phi_b = phis[:, s:s + batch_size]                     # (C, b, K)
+            phi_b = phis[index, s:s + batch_size]                 # (C, b, K)
             resid = np.einsum("cbk,ck->cb", phi_b, alpha) - y[s:s + batch_size]
             grad = np.einsum("cbk,cb->ck", phi_b, resid) / phi_b.shape[1]
             alpha = alpha * decay - step * grad
@@ -121,18 +123,33 @@ def alpha_recursion(phis: np.ndarray, y: np.ndarray, batch_size: int, lambdas: n
 
 def fit_online_grid(z: np.ndarray, y: np.ndarray, batch_size: int, models: list) -> list:
     """Fit several OnlineSBFN (any variants, lambda2s, learning rates) on one stream."""
-    phis, states = [], []
-    cache = {}
-    for m in models:
-        key = (m.variant, m.window, m.g3_basis)
-        if key not in cache:
-            cache[key] = m.stream_features(z, batch_size)
-        phi, state = cache[key]
-        phis.append(phi)
-        states.append(state)
+    return fit_online_streams([(z, models)], y, batch_size)[0]
+
+
+def fit_online_streams(streams: list, y: np.ndarray, batch_size: int) -> list:
+    """Fit the OnlineSBFN models of several streams that share one visit order (the hypothesis
+    sets of one pack, sbfn_dist.members.train_mlp_pack) in one alpha recursion: its steps are
+    numpy calls whose cost hardly grows with the number of models. streams: [(z, models)];
+    features are computed once per (variant, window, basis) and stream, and zero-padded to the
+    widest stream (a zero feature keeps its alpha at 0)."""
+    features, states, index = [], [], []
+    for z, models in streams:
+        seen = {}
+        for m in models:
+            key = (m.variant, m.window, m.g3_basis)
+            if key not in seen:
+                seen[key] = len(features)
+                phi, state = m.stream_features(z, batch_size)
+                features.append(phi)
+                states.append(state)
+            index.append(seen[key])
+    phis = np.zeros((len(features), len(y), max(f.shape[1] for f in features)))
+    for u, phi in enumerate(features):
+        phis[u, :, :phi.shape[1]] = phi
+    models = [m for _, group in streams for m in group]
     lambdas = np.array([m.lambda2 for m in models], dtype=np.float64)
     lrs = np.array([m.lr_alpha for m in models], dtype=np.float64)
-    alphas = alpha_recursion(np.stack(phis), np.asarray(y, np.float64), batch_size, lambdas, lrs)
-    for m, alpha, state in zip(models, alphas, states):
-        m.coef_, m.state = alpha, state
-    return models
+    alphas = alpha_recursion(phis, index, np.asarray(y, np.float64), batch_size, lambdas, lrs)
+    for m, alpha, u in zip(models, alphas, index):
+        m.coef_, m.state = alpha[:features[u].shape[1]], states[u]
+    return [group for _, group in streams]

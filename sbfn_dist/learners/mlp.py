@@ -49,28 +49,55 @@ def member_init(n_features: int, width: int, init_scale: float, seed: int, membe
 
 
 class VectorisedMLP:
-    """M two-layer MLPs as batched tensors in one flat buffer (params and grads alike)."""
+    """M two-layer MLPs as batched tensors in one flat buffer."""
 
-    def __init__(self, n_features: int, n_members: int, width: int, init_scale: float,
-                 seed: int, activation: str = _D["activation"],
-                 init_scheme: str = _D["init_scheme"], dtype=torch.float32, device="cpu",
-                 n_outputs: int = 1):
+    def __init__(self, member_params: list, activation: str = _D["activation"]):
+        """member_params[j]: member j's [W1, b1, W2, b2, W3, b3] in member_init's layout (all
+        members of one shape, dtype and device); they are copied into the flat buffer."""
         if activation not in ACTIVATIONS:
             raise ConfigError("activation", activation, f"one of {ACTIVATIONS}")
-        self.m, self.width, self.activation = n_members, width, activation
-        self.n_features, self.n_outputs = n_features, n_outputs
+        first = member_params[0]
+        self.m, self.activation = len(member_params), activation
+        (self.n_features, self.width), self.n_outputs = first[0].shape, first[4].shape[1]
         shapes = []
-        for fan_in, fan_out in layer_shapes(n_features, width, n_outputs):
-            shapes += [(n_members, fan_in, fan_out), (n_members, 1, fan_out)]
+        for fan_in, fan_out in layer_shapes(self.n_features, self.width, self.n_outputs):
+            shapes += [(self.m, fan_in, fan_out), (self.m, 1, fan_out)]
         sizes = [math.prod(s) for s in shapes]
-        self.flat = torch.empty(sum(sizes), dtype=dtype, device=device)
-        self.grad_flat = torch.zeros_like(self.flat)
+        self.flat = torch.empty(sum(sizes), dtype=first[0].dtype, device=first[0].device)
         self.params = self._views(self.flat, shapes, sizes)
-        self.grads = self._views(self.grad_flat, shapes, sizes)
-        inits = [member_init(n_features, width, init_scale, seed, j, init_scheme, dtype, n_outputs)
-                 for j in range(n_members)]
         for k, p in enumerate(self.params):
-            p.copy_(torch.stack([init[k].reshape(p.shape[1:]) for init in inits]))
+            p.copy_(torch.stack([member[k].reshape(p.shape[1:]) for member in member_params]))
+
+    @classmethod
+    def initialised(cls, n_features: int, n_members: int, width: int, init_scale: float,
+                    seed: int, activation: str = _D["activation"],
+                    init_scheme: str = _D["init_scheme"], dtype=torch.float32, device="cpu",
+                    n_outputs: int = 1) -> "VectorisedMLP":
+        """M members drawn by member_init (member j from the generator of (seed, j))."""
+        return cls([[t.to(device) for t in member_init(n_features, width, init_scale, seed, j,
+                                                       init_scheme, dtype, n_outputs)]
+                    for j in range(n_members)], activation)
+
+    def subset(self, start: int, stop: int) -> "VectorisedMLP":
+        """Members [start, stop) as a model of their own (a copy of their parameters)."""
+        return VectorisedMLP([self.member_params(j) for j in range(start, stop)], self.activation)
+
+    def member_params(self, j: int) -> list:
+        """Member j's [W1, b1, W2, b2, W3, b3] in member_init's layout (views)."""
+        return [p[j] if k % 2 == 0 else p[j].reshape(-1) for k, p in enumerate(self.params)]
+
+    def member_values(self, values: torch.Tensor) -> torch.Tensor:
+        """A flat tensor laid out as the parameters, holding values[j] at every parameter of
+        member j: per-member step sizes for the flat SGD step."""
+        return torch.cat([values.to(self.flat).view(-1, *[1] * (p.dim() - 1)).expand_as(p).reshape(-1)
+                          for p in self.params])
+
+    def finite_members(self) -> torch.Tensor:
+        """(M,) bool: whether each member's parameters are all finite."""
+        finite = torch.ones(self.m, dtype=torch.bool, device=self.flat.device)
+        for p in self.params:
+            finite &= torch.isfinite(p).flatten(1).all(1)
+        return finite
 
     @staticmethod
     def _views(flat, shapes, sizes):
@@ -110,31 +137,27 @@ class VectorisedMLP:
     def eval(self) -> "VectorisedMLP":
         return self           # no dropout or batch statistics: one mode
 
-    def backward(self, dz: torch.Tensor, cache) -> None:
-        """Fill grad_flat with d(objective)/d(params) given dz = d objective / d z, (b, M, d)."""
+    def step(self, dz: torch.Tensor, cache, lr, shrink) -> None:
+        """One SGD step of every member from dz = d objective / d z (b, M, d):
+        theta <- theta - lr * (grad + l1 * sgn(theta)) (Algorithm 1; l1 is lambda1 / N).
+
+        dz is scaled by lr first, so every layer's delta below is already lr times the
+        gradient's (a pack's members may each have their own lr, and a set computes the same
+        numbers in a pack as alone). The deltas all come from the pre-step weights; then the L1
+        shrink (with the pre-step signs) and each layer's rank-b update in place (baddbmm_: the
+        gradient is never written out and read back, which halves the weight traffic of a large
+        stack, docs/benchmarks.md). lr: a number, or an (M,) tensor of the members' own rates;
+        shrink: lr * l1, a number, or a flat tensor from member_values."""
         xb, h1, h2 = cache
-        _, _, w2, _, w3, _ = self.params
-        gw1, gb1, gw2, gb2, gw3, gb3 = self.grads
-        d3 = dz.transpose(0, 1)                                   # (M, b, d)
-        torch.bmm(h2.transpose(1, 2), d3, out=gw3)
-        torch.sum(d3, dim=1, keepdim=True, out=gb3)
+        w1, b1, w2, b2, w3, b3 = self.params
+        rate = lr.view(-1, 1, 1) if isinstance(lr, torch.Tensor) else lr
+        d3 = dz.transpose(0, 1) * rate                            # (M, b, d)
         d2 = self._scale_by_act_grad(torch.bmm(d3, w3.transpose(1, 2)), h2)
-        torch.bmm(h1.transpose(1, 2), d2, out=gw2)
-        torch.sum(d2, dim=1, keepdim=True, out=gb2)
         d1 = self._scale_by_act_grad(torch.bmm(d2, w2.transpose(1, 2)), h1)
-        torch.bmm(xb.transpose(1, 2), d1, out=gw1)
-        torch.sum(d1, dim=1, keepdim=True, out=gb1)
-
-    def sgd_step(self, lr: float, l1: float) -> None:
-        """theta <- theta - lr * (grad + l1 * sgn(theta)) (Algorithm 1; l1 is lambda1 / N)."""
-        if l1:
-            self.grad_flat.add_(torch.sign(self.flat), alpha=l1)
-        self.flat.add_(self.grad_flat, alpha=-lr)
-
-    def member_state(self, j: int) -> list[torch.Tensor]:
-        """Member j's (W, b) pairs in nn.Linear layout (weight is (out, in))."""
-        out = []
-        for k, p in enumerate(self.params):
-            t = p[j]
-            out.append(t.T.contiguous() if k % 2 == 0 else t.reshape(-1).clone())
-        return out
+        if isinstance(shrink, torch.Tensor):
+            self.flat.addcmul_(torch.sign(self.flat), shrink, value=-1.0)
+        elif shrink:
+            self.flat.add_(torch.sign(self.flat), alpha=-shrink)
+        for w, b, inputs, d in ((w3, b3, h2, d3), (w2, b2, h1, d2), (w1, b1, xb, d1)):
+            w.baddbmm_(inputs.transpose(1, 2), d, alpha=-1.0)
+            b.sub_(d if d.shape[1] == 1 else d.sum(1, keepdim=True))
