@@ -27,7 +27,7 @@ def mlflow_server(tmp_path_factory):
     """A real `mlflow server` on 127.0.0.1 (sqlite store, local artifacts), for the session."""
     import socket
 
-    from tools import mlflow_server as server
+    from sweeps.tools import mlflow_server as server
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
 
-from tools import check_cluster_yaml as checker
-from tools import mlflow_server
+from sweeps.tools import check_cluster_yaml as checker
+from sweeps.tools import mlflow_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = ["cluster.yaml", "cluster-local.yaml"]
@@ -112,7 +112,7 @@ def test_local_provider_without_head_ip_fails():
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "tools.check_cluster_yaml", *args],
+    return subprocess.run([sys.executable, "-m", "sweeps.tools.check_cluster_yaml", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -136,7 +136,7 @@ def test_dashboard_and_mlflow_are_bound_to_loopback_only(name):
     assert not [c for c in cmds if "0.0.0.0" in c]
     head_start = " ".join(config["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head_start
-    assert "python -m tools.mlflow_server start" in head_start
+    assert "python -m sweeps.tools.mlflow_server start" in head_start
     assert mlflow_server.HOST == "127.0.0.1"
     assert "sqlite:///" in " ".join(mlflow_server.server_command(pathlib.Path("/s"), "s3://b/p", 5000, 2))
 

@@ -1,7 +1,7 @@
 """Start (or find) the cluster's MLflow tracking server on the head node, and stop it.
 
-    python -m tools.mlflow_server start --store-dir ~/mlflow --artifact-root s3://BUCKET/sbfn-mlflow
-    python -m tools.mlflow_server stop --store-dir ~/mlflow
+    python -m sweeps.tools.mlflow_server start --store-dir ~/mlflow --artifact-root s3://BUCKET/sbfn-mlflow
+    python -m sweeps.tools.mlflow_server stop --store-dir ~/mlflow
 
 Used by the head's start commands in cluster.yaml, cluster-local.yaml and the KubeRay example,
 so every cluster runs the server the same way:
@@ -99,7 +99,7 @@ def stop(store_dir) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.mlflow_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.mlflow_server", description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--store-dir", required=True, help="local dir for mlflow.db, server.log, server.pid")
     parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared dir)")

@@ -1,7 +1,7 @@
 """Offline check of a Ray cluster launcher YAML: Ray's own validation plus this project's rules.
 
-    python -m tools.check_cluster_yaml cluster.yaml cluster-local.yaml
-    python -m tools.check_cluster_yaml --strict cluster.yaml   # placeholders left = failure
+    python -m sweeps.tools.check_cluster_yaml cluster.yaml cluster-local.yaml
+    python -m sweeps.tools.check_cluster_yaml --strict cluster.yaml   # placeholders left = failure
 
 `ray up` validates only after it has AWS credentials and starts spending money; this runs the
 same code (`prepare_config` fills Ray's provider defaults, `validate_config` applies
@@ -150,7 +150,7 @@ def check(path: str | pathlib.Path) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.check_cluster_yaml", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml", description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="+", help="cluster YAML files, e.g. cluster.yaml")
     parser.add_argument("--strict", action="store_true", help="fail while placeholders are left")
     args = parser.parse_args(argv)

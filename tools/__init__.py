@@ -1,1 +1,0 @@
-"""Developer and operator tools that are not part of the installed package."""
