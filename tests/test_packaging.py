@@ -1,6 +1,7 @@
 """Packaging: every command the docs run comes from the installed package, and every
 third-party module the code imports is a declared dependency."""
 
+import ast
 import functools
 import importlib.metadata
 import importlib.util
@@ -69,3 +70,75 @@ def test_every_documented_command_resolves_outside_the_checkout(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, *ours], cwd=tmp_path, check=True,
                          capture_output=True, text=True).stdout.strip()
     assert out == "[]", f"not importable from an installed sbfn-dist: {out}"
+
+
+# ------------------------------------------------------------------ declared dependencies
+def normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(requirement: str) -> str:
+    """'ray[tune]>=2.60,<3' -> 'ray'."""
+    return normalised(re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement).group())
+
+
+def declared(*extras: str) -> set[str]:
+    project = PYPROJECT["project"]
+    requirements = project["dependencies"] + [r for e in extras
+                                              for r in project["optional-dependencies"][e]]
+    return {requirement_name(r) for r in requirements}
+
+
+def in_checkout(module: str) -> bool:
+    """One of this project's folders (sbfn_dist, tests, benchmarks...), not a distribution."""
+    return (ROOT / module).is_dir() or (ROOT / f"{module}.py").exists()
+
+
+def third_party_imports(*folders: str) -> dict[str, set[str]]:
+    """Top-level modules imported anywhere under `folders` that are neither the standard library
+    nor this project: module -> the files importing it."""
+    found: dict[str, set[str]] = {}
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                for top in {n.split(".")[0] for n in names}:
+                    if top not in sys.stdlib_module_names and not in_checkout(top):
+                        found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def undeclared(imports: dict[str, set[str]], allowed: set[str]) -> dict[str, list[str]]:
+    """The imports no allowed distribution provides (mlflow: any of mlflow, mlflow-skinny...).
+    A module of no installed distribution counts as provided by the one of its own name (the
+    `bench` extra's torchensemble is not installed by `make test`)."""
+    def providers(module: str) -> set[str]:
+        return {normalised(d) for d in distributions().get(module, [module])}
+    return {module: sorted(files) for module, files in imports.items()
+            if not providers(module) & allowed}
+
+
+def test_every_import_of_the_package_is_a_declared_dependency():
+    imports = third_party_imports(*installed_packages())
+    assert {"torch", "ray", "yaml", "scipy"} <= set(imports)
+    assert not undeclared(imports, declared()), "add to pyproject's dependencies (a range)"
+
+
+def test_tests_and_benchmarks_import_only_their_extras():
+    assert not undeclared(third_party_imports("tests"), declared("test"))
+    assert not undeclared(third_party_imports("benchmarks"), declared("bench"))
+
+
+def test_pyproject_holds_ranges_and_constraints_pin_every_declared_distribution():
+    project = PYPROJECT["project"]
+    every = project["dependencies"] + [r for rs in project["optional-dependencies"].values()
+                                       for r in rs]
+    assert not [r for r in every if "==" in r], "exact pins belong in constraints.txt"
+    pins = {requirement_name(line): line for line in (ROOT / "constraints.txt").read_text()
+            .splitlines() if "==" in line}
+    assert not {requirement_name(r) for r in every} - set(pins)
