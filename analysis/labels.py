@@ -5,9 +5,9 @@ the paper's tables use); the hyper-parameter symbols and architecture-mix names 
 own (nothing else prints them).
 """
 
-from sbfn_dist.records import MODEL_LABELS, TASKS, model_label  # noqa: F401  (re-exported)
+from sbfn_dist.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401  (re-exported)
 
-COMPETITORS = {c for task in TASKS.values() for c in task.competitors}
+COMPETITORS = set(ESTIMATORS)
 # Colours follow the registry's order, so a model keeps its colour whatever else is plotted.
 COLOUR_ORDER = list(MODEL_LABELS)
 # Tables list a task's combiners first and the competitors beside them, last.

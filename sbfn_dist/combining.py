@@ -30,13 +30,14 @@ from sbfn_dist.combiners.online import fit_online_streams
 from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
+from sbfn_dist.combiners.stacking import heterogeneous_combiner
 from sbfn_dist.diagnostics import (classification_diagnostics, count_parameters,
                                    regression_diagnostics)
 from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
                                StreamRecorder, TrainingDiverged, train_cnn, train_mlp_pack)
 from sbfn_dist.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
-from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED
+from sbfn_dist.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
 # paper's eta_alpha = 0.1, T = 3, alpha grows slowly and 10 epochs of a small validation part
@@ -79,7 +80,11 @@ class RegressionEnsemble:
         lambdas = self.cfg.lambda2 if self.online or self._closed() else ()
         rows = [(n, {"lambda2": float(lam)}) for n in self.online for lam in lambdas]
         rows += [(n, {"lambda2": float(lam)}) for n in self._closed() for lam in lambdas]
-        return rows + [("arithmetic", {})] * ("arithmetic" in self.cfg.combiners)
+        rows += [("arithmetic", {})] * ("arithmetic" in self.cfg.combiners)
+        return rows + [(n, {}) for n in self._heterogeneous()]
+
+    def _heterogeneous(self) -> list:
+        return [n for n in HETEROGENEOUS if n in self.cfg.combiners]
 
     def _closed(self) -> list:
         return [n for n in CLOSED_FORM if n in self.cfg.combiners]
@@ -91,7 +96,15 @@ class RegressionEnsemble:
         """Its trained members arrived: fit the plug-ins beside them (they need no members)."""
         plugins = self.cfg.plugin_members
         self.plug = fit_plugins(plugins, self.fold.x_train, self.fold.y_train, self.fold.x_test,
-                                self.cfg.plugin_folds if plugins else 0, self.seed)
+                                self.cfg.plugin_folds if plugins else 0, self.seed,
+                                self.cfg.get("plugin_tuning", "default"))
+
+    def plugin_rows(self) -> list:
+        """(name, setting, test predictions, fit seconds) per plug-in: each input of the
+        combiners is also a competitor row of the trial, from the same fit."""
+        p = self.plug
+        return [(name, params, p.test[:, j], sec)
+                for j, (name, params, sec) in enumerate(zip(p.names, p.settings, p.seconds))]
 
     def test_hypotheses(self, members):
         """(D_test with the plug-in columns, seconds): the structured dataset of the test part."""
@@ -114,6 +127,11 @@ class RegressionEnsemble:
             fitted += [(name, {"lambda2": float(m.lambda2)}, m, each) for m in path]
         if "arithmetic" in self.cfg.combiners:
             fitted.append(("arithmetic", {}, ArithmeticCombiner().fit(d_train, y), 0.0))
+        columns = [f"member_{j}" for j in range(self.cfg.n_members)] + list(self.plug.names)
+        for name in self._heterogeneous():
+            start = time.perf_counter()
+            model = heterogeneous_combiner(name, self.cfg.get, self.seed, columns).fit(d_train, y)
+            fitted.append((name, model.params, model, time.perf_counter() - start))
         return fitted
 
     def online_models(self) -> list:
@@ -186,6 +204,9 @@ class ClassificationEnsemble:
 
     def adopt(self, members):
         pass
+
+    def plugin_rows(self) -> list:
+        return []                    # plug-in hypotheses are regression's (fields.py)
 
     def train_cnn(self) -> list:
         """Images: the CNN stack with the heads stepping on it ([members] or [divergence])."""

@@ -1,18 +1,33 @@
-"""The paper's competitors through scikit-learn: SVM-RBF, random forest, gradient boosting, each
-as a regressor or a classifier for the task.
+"""The estimators registry: scikit-learn models that run beside the s-BFN, as competitor rows
+and as plug-in hypotheses (columns of D, sbfn_dist.plugins), each as a regressor or a
+classifier for the task.
 
-Each has a small documented grid ("small": 4 configurations) so that its quartiles across
-configurations mean something, and a single default ("default") for quick runs and plug-ins.
-The models see the same standardised folds as the s-BFN; regression predictions are mapped back
-to target units by the caller. Grids are justified in docs/method.md.
+The paper's three competitors (SVM-RBF, random forest, gradient boosting) and five more a
+practitioner would bring. Each has a single default ("default") and a small documented grid
+("small", 2 to 6 settings): a competitor trial runs every setting of its grid (so its quartiles
+mean something); a plug-in chooses one of them by inner CV on the training part
+(`plugin_tuning='inner_cv'`). Any other scikit-learn-compatible estimator is named by its
+import path (`package.module.ClassName`) and runs at its own defaults. The models see the same
+standardised folds as the s-BFN; regression predictions are mapped back to target units by the
+caller. The grids are justified in docs/method.md ("The estimators registry").
 """
 
+import importlib
+import inspect
 from itertools import product
 
+from sklearn.base import is_classifier, is_regressor
 from sklearn.calibration import CalibratedClassifierCV
-from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
+from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor,
+                              GradientBoostingClassifier, GradientBoostingRegressor,
+                              HistGradientBoostingClassifier, HistGradientBoostingRegressor,
                               RandomForestClassifier, RandomForestRegressor)
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.svm import SVC, SVR
+
+from sbfn_dist.tasks import ESTIMATORS
 
 
 def _grid(**axes) -> list[dict]:
@@ -20,11 +35,17 @@ def _grid(**axes) -> list[dict]:
     return [dict(zip(keys, values)) for values in product(*axes.values())]
 
 
+def _logistic(seed, alpha):
+    """The classification counterpart of ridge: L2-penalised logistic regression, C = 1/alpha."""
+    return LogisticRegression(C=1.0 / alpha, max_iter=1000)
+
+
 # Per name: the model of each task, and its settings. SVR's epsilon-tube has no classifier
 # counterpart, so the classifier's settings drop it. SVC's probabilities (for NLL and ECE) are
 # Platt's sigmoid fitted on 5 internal folds, then one SVC on all rows: what SVC(probability=True)
-# did, in the form scikit-learn 1.9 asks for.
-COMPETITORS = {
+# did, in the form scikit-learn 1.9 asks for. Histogram boosting runs without early stopping:
+# its internal validation split would make the model depend on the row count's threshold.
+REGISTRY = {
     "svm_rbf": {
         "regression": lambda seed, **p: SVR(kernel="rbf", **p),
         "classification": lambda seed, **p: CalibratedClassifierCV(SVC(kernel="rbf", **p),
@@ -45,17 +66,86 @@ COMPETITORS = {
         "default": {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3},
         "small": _grid(n_estimators=[200], learning_rate=[0.05, 0.1], max_depth=[3, 5]),
     },
+    # Geurts et al. 2006 use all features for regression; p/3 is the forests' classic
+    # regression heuristic: the grid holds both.
+    "extra_trees": {
+        "regression": lambda seed, **p: ExtraTreesRegressor(random_state=seed, n_jobs=1, **p),
+        "classification": lambda seed, **p: ExtraTreesClassifier(random_state=seed, n_jobs=1,
+                                                                 **p),
+        "default": {"n_estimators": 100, "max_features": 1.0},
+        "small": _grid(n_estimators=[300], max_features=[1.0, 0.33]),
+    },
+    "hist_gradient_boosting": {
+        "regression": lambda seed, **p: HistGradientBoostingRegressor(
+            random_state=seed, early_stopping=False, **p),
+        "classification": lambda seed, **p: HistGradientBoostingClassifier(
+            random_state=seed, early_stopping=False, **p),
+        "default": {"max_iter": 100, "learning_rate": 0.1},
+        "small": _grid(max_iter=[500], learning_rate=[0.05, 0.1]),
+    },
+    "knn": {
+        "regression": lambda seed, **p: KNeighborsRegressor(**p),
+        "classification": lambda seed, **p: KNeighborsClassifier(**p),
+        "default": {"n_neighbors": 5, "weights": "uniform"},
+        "small": _grid(n_neighbors=[5, 10, 20], weights=["uniform", "distance"]),
+    },
+    "ridge": {
+        "regression": lambda seed, **p: Ridge(**p),
+        "classification": _logistic,
+        "default": {"alpha": 1.0},
+        "small": _grid(alpha=[0.1, 1.0, 10.0, 100.0]),
+    },
+    # One hidden layer of 100 (scikit-learn's default) with early stopping on 10% of the rows;
+    # the grid is its L2 penalty.
+    "mlp": {
+        "regression": lambda seed, **p: MLPRegressor(random_state=seed, early_stopping=True,
+                                                     max_iter=300, **p),
+        "classification": lambda seed, **p: MLPClassifier(random_state=seed, early_stopping=True,
+                                                          max_iter=300, **p),
+        "default": {"hidden_layer_sizes": [100], "alpha": 1e-4},
+        "small": _grid(hidden_layer_sizes=[[100]], alpha=[1e-4, 1e-2]),
+    },
 }
+assert tuple(REGISTRY) == ESTIMATORS, "sbfn_dist.tasks.ESTIMATORS lists the registry's names"
 # Settings a task's model does not take, left out of its records (they were not used).
 UNUSED = {("svm_rbf", "classification"): ("epsilon",)}
 
 
 def competitor_configs(name: str, grid: str, task: str = "regression") -> list[dict]:
-    spec = COMPETITORS[name]
+    """The settings of `name` in `grid` ("default" or "small"); an import path has one: {}."""
+    if name not in REGISTRY:
+        return [{}]
+    spec = REGISTRY[name]
     drop = UNUSED.get((name, task), ())
     configs = [spec["default"]] if grid == "default" else spec[grid]
     return [{k: v for k, v in c.items() if k not in drop} for c in configs]
 
 
 def build_competitor(name: str, params: dict, seed: int, task: str = "regression"):
-    return COMPETITORS[name][task](seed, **params)
+    if name in REGISTRY:
+        return REGISTRY[name][task](seed, **_tuples(params))
+    cls = estimator_class(name, task)
+    seeded = "random_state" in inspect.signature(cls).parameters
+    return cls(**params, **({"random_state": seed} if seeded else {}))
+
+
+def _tuples(params: dict) -> dict:
+    """Lists in a setting (JSON-friendly in records) become the tuples scikit-learn expects."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
+def estimator_class(path: str, task: str):
+    """The class at the import path `package.module.ClassName` if it is a scikit-learn model of
+    `task` (a regressor, or a classifier with predict_proba) that builds with no arguments,
+    else None."""
+    module, _, attr = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr) if module else None
+        probe = cls() if inspect.isclass(cls) else None
+    except Exception:          # not importable, or needs arguments: not usable as named
+        return None
+    if task == "regression":
+        return cls if probe is not None and is_regressor(probe) else None
+    # classifiers are scored by their probabilities (NLL, ECE)
+    usable = probe is not None and is_classifier(probe) and hasattr(probe, "predict_proba")
+    return cls if usable else None

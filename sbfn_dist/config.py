@@ -164,6 +164,11 @@ def _cross_checks(v: dict) -> None:
         # One holdout split is a valid (cheap) run; one "fold" of k-fold is not a split.
         raise ConfigError("folds", v["folds"], f"an integer >= 2 for split={v['split']} "
                           "(split=holdout allows 1)")
+    both = [n for n in v.get("competitors", ()) if n in v.get("plugin_members", ())]
+    if both:
+        raise ConfigError("competitors", v["competitors"], f"models that are not plug-ins of the "
+                          f"same trial: {both} already get a competitor row each as plug-ins "
+                          "(from the fit that gives their column); drop them from competitors")
     n_folds = 1 if v["split"] == "fixed" else v["folds"]
     if v["fold"] is not None and v["fold"] >= n_folds:
         raise ConfigError("fold", v["fold"], f"an index in [0, {n_folds}) or None for all folds")

@@ -215,6 +215,17 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
             train_seconds=members.seconds + ens.extra_seconds() + fit_seconds,
             eval_seconds=eval_seconds, n_params=members.n_parameters + ens.n_coef(model),
             **_lambda2(cfg, params)))
+    return out + plugin_records(cfg, fold, base, ens)
+
+
+def plugin_records(cfg: TrialConfig, fold: Fold, base: dict, ens) -> list[dict]:
+    """One competitor row per plug-in, scored from the refit that gave its test column."""
+    out = []
+    for name, params, pred, seconds in ens.plugin_rows():
+        rec = records.for_model(base, cfg.to_dict(), name, "competitor")
+        bad = "" if np.isfinite(pred).all() else "plug-in predictions are not finite"
+        out.append(records.scored(rec, params, fold.score(pred), bad, train_seconds=seconds,
+                                  **_lambda2(cfg, {})))
     return out
 
 

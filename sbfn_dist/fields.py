@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from sbfn_dist.data import catalog
 from sbfn_dist.errors import DataError
-from sbfn_dist.tasks import (CLOSED_FORM, COMPETITORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
+from sbfn_dist.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
                              STACKED, TASKS)
 
 # ------------------------------------------------------------------------- vocabularies
@@ -43,6 +43,8 @@ ROW_NORMS = ("layernorm", "sum", "none")
 CENTRE_INITS = ("kmeans++", "random")
 HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
+PLUGIN_TUNINGS = ("default", "inner_cv")
+RBF_WIDTHS = ("nearest", "rms")
 SEED_LIMIT = 2 ** 32        # numpy's range for integer seeds; keeps torch's derived seeds in range
 
 
@@ -235,7 +237,29 @@ class Field:
 
 
 def _combiner_choices(ctx):
+    return TASKS[ctx.task].allowed
+
+
+def _estimator_combiners(ctx):
     return TASKS[ctx.task].combiners
+
+
+class Estimator:
+    """A name of the estimators registry, or the import path of a scikit-learn model of the
+    trial's task (imported here, so a typo is refused before any work starts)."""
+
+    def ok(self, v, ctx) -> bool:
+        if not isinstance(v, str):
+            return False
+        if v in ESTIMATORS:
+            return True
+        from sbfn_dist.competitors import estimator_class   # scikit-learn only where needed
+        return "." in v and estimator_class(v, ctx.task) is not None
+
+    def text(self, ctx) -> str:
+        kind = "regressor" if ctx.regression else "classifier with predict_proba"
+        return (f"one of {ESTIMATORS}, or the import path of a scikit-learn-compatible {kind} "
+                "that builds with no arguments (package.module.ClassName)")
 
 
 def _split_choices(ctx):
@@ -264,9 +288,10 @@ FIELDS = [
           doc="regression | classification (the data set's own by default; csv: both)"),
     Field("combiners", Items(OneOf(_combiner_choices)), lambda ctx: TASKS[ctx.task].combiners,
           record=False, doc="every combiner fitted on the same trained members"),
-    Field("competitors", Items(OneOf(COMPETITORS)), (), lambda ctx: ctx.tabular,
+    Field("competitors", Items(Estimator()), (), lambda ctx: ctx.tabular,
           "tabular data sets", record=False,
-          doc="the paper's competitors (scikit-learn), run on the same folds"),
+          doc="scikit-learn models run on the same folds (the paper's three, the registry's "
+              "others, or an import path)"),
     # --- data and split
     Field("target", Maybe(Text(), "required"), None, lambda ctx: ctx.data is catalog.CSV,
           "csv:PATH data sets (the built-in ones have a fixed target)", hyper=False, record=False,
@@ -343,8 +368,9 @@ FIELDS = [
     Field("weight_decay", Real(0), 0.0, lambda ctx: ctx.members and ctx.image, IMAGES),
     # --- combiner settings, each where its combiners run
     Field("lambda2", Items(Real(0), min_len=1, unique=False), (0.0,),
-          lambda ctx: ctx.uses(*CLOSED_FORM, *ITERATIVE), "the s-BFN regression combiners",
-          est=1e-3, record=False, doc="every value is evaluated on the same members"),
+          lambda ctx: ctx.uses(*CLOSED_FORM, *ITERATIVE, "sbfn_rbf"),
+          "the s-BFN regression combiners", est=1e-3, record=False,
+          doc="every value is evaluated on the same members (sbfn_rbf: its inner-CV grid)"),
     Field("lr_alpha", Real(0, lo_open=True), {"regression": 0.03, "classification": 0.1},
           lambda ctx: ctx.uses(*ITERATIVE, *LEARNED_HEADS),
           "iterative s-BFN (g1, g2, g3) and learned heads (sbfn, moe and their stacked forms)",
@@ -358,12 +384,26 @@ FIELDS = [
     Field("sbfn_intercept", Bool(), False, lambda ctx: ctx.uses("sbfn_ls"),
           "the sbfn_ls combiner (sbfn_ls_linear always has an intercept)"),
     Field("g3_basis", OneOf(G3_BASES), "exp", lambda ctx: ctx.uses("g3"), "the g3 combiner"),
-    Field("plugin_members", Items(OneOf(COMPETITORS)), (),
+    Field("plugin_members", Items(Estimator()), (),
           lambda ctx: ctx.members and ctx.regression and not ctx.estimator,
           "regression trials that train members", record=False,
           doc="fitted predictors joining the M members as columns of D"),
     Field("plugin_folds", Int(2, note="inner folds of the plug-ins"), 5,
           lambda ctx: bool(ctx.get("plugin_members")), "trials with plugin_members"),
+    Field("plugin_tuning", OneOf(PLUGIN_TUNINGS), "default",
+          lambda ctx: bool(ctx.get("plugin_members")), "trials with plugin_members",
+          doc="default: each plug-in's default setting; inner_cv: the setting of its small grid "
+              "with the lowest out-of-fold error on the training part"),
+    # sbfn_rbf (docs/method.md, "Heterogeneous s-BFN"): K multivariate units, K and lambda2
+    # chosen jointly by inner CV on the training part's D.
+    Field("rbf_units", Items(Int(1), min_len=1), (2, 4, 8, 16, 32), lambda ctx: ctx.uses("sbfn_rbf"),
+          "the sbfn_rbf combiner", record=False, doc="the K values its inner CV chooses from"),
+    Field("rbf_width", OneOf(RBF_WIDTHS), "nearest", lambda ctx: ctx.uses("sbfn_rbf"),
+          "the sbfn_rbf combiner",
+          doc="nearest: a unit's width is the distance to its nearest other centre; rms: its "
+              "cluster's RMS radius"),
+    Field("inner_folds", Int(2), 5, lambda ctx: ctx.uses("sbfn_rbf"), "the sbfn_rbf combiner",
+          doc="inner folds of the training part that choose sbfn_rbf's K and lambda2"),
     Field("temperature", Real(0, lo_open=True), 3.0, lambda ctx: ctx.uses(*SBFN_HEADS),
           "the s-BFN classification heads (sbfn, sbfn_stacked)", doc="T"),
     Field("sbfn_units_per_member", Int(1, note="K = k * M"), 4, lambda ctx: ctx.uses(*SBFN_HEADS),
@@ -396,7 +436,7 @@ FIELDS = [
     Field("extra", Labels(), {}, hyper=False, record=False,
           doc="free-form labels carried into every record"),
     # --- estimator-only parameters
-    Field("combiner", OneOf(_combiner_choices), {"regression": "sbfn_ls_linear",
+    Field("combiner", OneOf(_estimator_combiners), {"regression": "sbfn_ls_linear",
                                                  "classification": "sbfn"},
           trial=False, doc="the estimator's one combiner"),
     Field("random_state", Maybe(Int(0, SEED_LIMIT), "seed 0: fits are deterministic"), None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sbfn_dist import __version__
 from sbfn_dist.fields import FIELDS, Ctx
-from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, TASKS
+from sbfn_dist.tasks import CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS  # noqa: F401 (analysis)
 
 STATUSES = ("ok", "diverged", "failed")
 FAMILIES = ("sbfn", "competitor")
@@ -29,7 +29,13 @@ MODEL_LABELS = {
     "sbfn_ls": "s-BFN least squares", "sbfn_ls_linear": "s-BFN least squares + linear",
     "g1": "s-BFN G1", "g2": "s-BFN G2", "g3": "s-BFN G3", "arithmetic": "Arithmetic combiner",
     REFERENCE_MODEL: "Single network (M = 1)",
+    # heterogeneous hypothesis sets (beyond the paper, docs/method.md)
+    "sbfn_rbf": "s-BFN multivariate RBF (K by inner CV)", "stack_ridge": "Stacking (RidgeCV)",
+    "stack_nnls": "Stacking (NNLS)", "best_single": "Best single (inner CV)",
+    # the estimators registry: the paper's competitors, then the others
     "svm_rbf": "SVM-RBF", "random_forest": "Random forest", "gradient_boosting": "Gradient boosting",
+    "extra_trees": "Extra trees", "hist_gradient_boosting": "Hist. gradient boosting",
+    "knn": "k-NN", "ridge": "Ridge / logistic", "mlp": "MLP (scikit-learn)",
     # classification (paper, Table "tab:ensemble_variants")
     "sbfn": "s-BFN", "sbfn_stacked": "s-BFN (stacked)", "moe": "MoE", "moe_stacked": "MoE (stacked)",
     "logit_mean": "Mean", "logit_mean_tuned": "Mean (tuned T)", "prob_mean": "Prob. mean",

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 CLOSED_FORM = ("sbfn_ls", "sbfn_ls_linear")
 ITERATIVE = ("g1", "g2", "g3")
 REGRESSION_COMBINERS = (*CLOSED_FORM, *ITERATIVE, "arithmetic")
+# Beyond the paper, for heterogeneous hypothesis sets (docs/method.md, "Heterogeneous s-BFN"):
+# sbfn_rbf, the paper's general form -- K multivariate RBF units over the whole hypothesis
+# vector, plus linear terms and an intercept, K and lambda2 chosen by inner CV; and the
+# stacking anchors it must beat: ridge stacking (scikit-learn's StackingRegressor with RidgeCV),
+# non-negative least squares (Breiman 1996), and the best single column by inner CV. Opt-in:
+# a trial runs them only when its combiners name them.
+HETEROGENEOUS = ("sbfn_rbf", "stack_ridge", "stack_nnls", "best_single")
 
 # Classification combiners (Table "Ensemble variants"): s-BFN and MoE heads on-the-fly
 # (Algorithm 2) or stacked on a validation part; "Mean" = logit averaging (optionally with a
@@ -27,9 +34,11 @@ LEARNED_HEADS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked")
 CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean",
                             "logit_mean_tuned", "prob_mean", "base_avg")
 
-# The paper's competitors; each task has its own scikit-learn model of the same name
-# (sbfn_dist.competitors).
+# The paper's competitors (a sweep's default competitor trials), and every name of the
+# estimators registry (sbfn_dist.competitors): each task has its own scikit-learn model of each
+# name; competitors and plug-ins may also be any estimator named by its import path.
 COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
+ESTIMATORS = (*COMPETITORS, "extra_trees", "hist_gradient_boosting", "knn", "ridge", "mlp")
 # Scores where larger is better (every other score is an error or a loss).
 HIGHER_IS_BETTER = ("accuracy", "r2")
 
@@ -41,8 +50,13 @@ class Task:
     metric: str                # the headline score: tables, search objective, "best so far"
     higher_is_better: bool
     scores: tuple              # the score columns of every scored record
-    combiners: tuple
+    combiners: tuple           # the combiners a trial runs by default
     competitors: tuple = COMPETITORS
+    optional: tuple = ()       # combiners a trial runs only when asked for
+
+    @property
+    def allowed(self) -> tuple:
+        return self.combiners + self.optional
 
     def sign(self) -> int:
         """+1 where smaller is better: `sign * value` is minimised."""
@@ -56,7 +70,7 @@ class Task:
 
 TASKS = {
     "regression": Task("regression", "squared", "rmse", False, ("rmse", "mae", "r2"),
-                       REGRESSION_COMBINERS),
+                       REGRESSION_COMBINERS, optional=HETEROGENEOUS),
     "classification": Task("classification", "cross_entropy", "accuracy", True,
                            ("accuracy", "nll", "ece"), CLASSIFICATION_COMBINERS),
 }

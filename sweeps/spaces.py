@@ -36,6 +36,24 @@ CLASSIFICATION_EPSILONS = (0.0, 0.1, 0.3, 0.5, 0.8)
 class Grid:
     axes: dict                     # member settings crossed, in this order (M: largest first)
     folds: int | None = None       # None: the library's default (10-fold CV) unless --folds
+    base: dict = field(default_factory=dict)   # settings every trial of the grid shares
+    references: bool = True        # the M = 1 reference trials (REFERENCE)
+    competitors: tuple | None = None   # competitor trials; None: the task's (the paper's)
+
+
+# heterogeneous (docs/method.md, "Heterogeneous s-BFN"): the ε-MLPs of the Candanedo split's
+# inner-CV choice (M = 20, ε = 0.5; docs/results) joined by plug-ins tuned by inner CV, every
+# combiner of such a set, and the stacking anchors. The plug-ins are also the trial's
+# competitor rows, so it needs no competitor or reference trials. svm_rbf, gradient_boosting
+# and mlp are left out for their cost on 15k rows (minutes per fit, times grid x inner folds);
+# --set plugin_members=... adds them.
+HETEROGENEOUS_PLUGINS = ("extra_trees", "random_forest", "hist_gradient_boosting", "knn", "ridge")
+HETEROGENEOUS_GRID = Grid(
+    {"n_members": (20,), "epsilon": (0.5,)},
+    base={"combiners": ["sbfn_ls", "sbfn_ls_linear", "sbfn_rbf", "stack_ridge", "stack_nnls",
+                        "best_single", "arithmetic"],
+          "plugin_members": list(HETEROGENEOUS_PLUGINS), "plugin_tuning": "inner_cv"},
+    references=False, competitors=())
 
 
 # The tabular grids per task. regression80: the paper's 5 M x 4 ε, each trial with every λ2
@@ -46,6 +64,7 @@ TABULAR_GRIDS = {
     "regression": {
         "regression80": Grid({"n_members": PAPER_MEMBERS, "epsilon": PAPER_EPSILONS}),
         "paper-full": Grid(PAPER_FULL_AXES),
+        "heterogeneous": HETEROGENEOUS_GRID,
         "demo": Grid({"n_members": (2, 5, 10), "epsilon": (0.0, 0.35)}, folds=5),
     },
     "classification": {
@@ -160,7 +179,7 @@ def tabular_sweep(task: str, dataset: str, grid: str, *, folds: int | None = Non
     spec = TABULAR_GRIDS[task][grid]
     folds = spec.folds if folds is None else folds
     given = {k: v for k, v in settings.items() if v is not None}
-    base = {"dataset": dataset, "task": task, **_preset(task, dataset),
+    base = {"dataset": dataset, "task": task, **_preset(task, dataset), **spec.base,
             **({} if folds is None else {"folds": folds}),
             **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
     given = {"n_members": members, "epsilon": epsilons}
@@ -168,8 +187,10 @@ def tabular_sweep(task: str, dataset: str, grid: str, *, folds: int | None = Non
     # Largest M first (with the competitors and the reference before them): the longest trials
     # start first, so the sweep does not end waiting on one big trial.
     axes["n_members"] = _largest_first(axes["n_members"])
+    competitors = spec.competitors if competitors is None else competitors
     competitors = TASKS[task].competitors if competitors is None else competitors
-    extra = (*_reference_trials(task, base), *(_competitor_trial(c) for c in competitors))
+    references = _reference_trials(task, base) if spec.references else ()
+    extra = (*references, *(_competitor_trial(c) for c in competitors))
     return SweepSpec(grid=grid, dataset=dataset, base=base, axes=axes, extra_trials=extra,
                      repeat_axis={"seed": tuple(range(seeds))})
 

@@ -29,8 +29,8 @@ def parser(task: str, doc: str):
     for name in RIDE_ALONG[task]:
         g.add_argument(f"--{name}", nargs="+", type=number_list(float, 0.0, 1e6, f"{name} values"),
                        help="values every trial evaluates on its members")
-    g.add_argument("--competitors", default=",".join(TASKS[task].competitors),
-                   help="comma list, or 'none' (default: all three)")
+    g.add_argument("--competitors", help="comma list, or 'none' (default: the grid's; the "
+                   f"paper's {','.join(TASKS[task].competitors)}, none for heterogeneous)")
     return p
 
 
@@ -38,7 +38,8 @@ def command(task: str, doc: str):
     """(build, main) of the task's sweep command: build(argv) -> (spec, args, options)."""
     def build(argv):
         args = parser(task, doc).parse_args(argv)
-        competitors = [] if args.competitors == "none" else args.competitors.split(",")
+        competitors = (None if args.competitors is None else
+                       [] if args.competitors == "none" else args.competitors.split(","))
         settings = {name: flatten(getattr(args, name)) for name in RIDE_ALONG[task]}
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
                              members=flatten(args.members), epsilons=flatten(args.epsilons),

@@ -12,7 +12,10 @@ from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.members import MLPConfig, StreamRecorder, train_mlp
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.plugins import PLUGINS, PluginColumns, fit_plugins
+from sbfn_dist.competitors import competitor_configs
+from sbfn_dist.plugins import PluginColumns, fit_plugins
+
+PLUGINS = {n: competitor_configs(n, "default")[0] for n in ("random_forest", "gradient_boosting")}
 
 QUICK = {"dataset": "diabetes", "folds": 3, "fold": 0, "n_members": 3, "epsilon": 0.35,
          "width": 16, "epochs": 2, "batch_size": 8, "lambda2": [0.0, 3.0]}
@@ -79,8 +82,7 @@ def test_the_stream_rows_follow_the_members_visit_order(diabetes):
 
 
 def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
-    records = run_trial(dict(QUICK, plugin_members=["gradient_boosting", "random_forest"],
-                             competitors=["random_forest"], competitor_grid="default"))
+    records = run_trial(dict(QUICK, plugin_members=["gradient_boosting", "random_forest"]))
     sbfn = [r for r in records if r["family"] == "sbfn"]
     assert {r["model"] for r in sbfn} == {"sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3",
                                           "arithmetic"}
@@ -88,8 +90,12 @@ def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
     assert all(json.loads(r["plugin_members"]) == ["gradient_boosting", "random_forest"]
                for r in sbfn)
     assert all(r["plugin_seconds"] > 0 and r["plugin_folds"] == 5 for r in sbfn)
-    [competitor] = [r for r in records if r["family"] == "competitor"]
-    assert "plugin_members" not in competitor       # a competitor has no D to extend
+    # each plug-in is also a competitor row, at the setting it used
+    plugins = [r for r in records if r["family"] == "competitor"]
+    assert [r["model"] for r in plugins] == ["gradient_boosting", "random_forest"]
+    assert [json.loads(r["model_params"]) for r in plugins] == [PLUGINS["gradient_boosting"],
+                                                                PLUGINS["random_forest"]]
+    assert all(r["plugin_tuning"] == "default" and "plugin_members" not in r for r in plugins)
     coef = {r["model"]: r["n_params"] - r["n_params_members"] for r in sbfn}
     assert coef["sbfn_ls"] == 3 + 2                 # one unit per hypothesis, M + P
     assert coef["sbfn_ls_linear"] == 2 * (3 + 2) + 1  # units + raw outputs + intercept
@@ -118,11 +124,13 @@ def test_without_plugins_the_records_say_so_and_nothing_changes():
 def test_online_variants_also_run_in_the_plug_in_regime():
     records = run_trial(dict(QUICK, plugin_members=["gradient_boosting"],
                              combiners=["g1", "g2", "g3"], online_regime="plug_in"))
-    assert len(records) == 3 * 2 and all(r["status"] == "ok" for r in records)
+    assert len(records) == 3 * 2 + 1 and all(r["status"] == "ok" for r in records)
 
 
 @pytest.mark.parametrize("value,message", [
-    (["xgboost"], "one of \\('svm_rbf', 'random_forest', 'gradient_boosting'\\)"),
+    (["xgboost"], "one of \\('svm_rbf', 'random_forest', 'gradient_boosting', 'extra_trees'"),
+    (["sklearn.svm.SVC"], "import path of a scikit-learn-compatible regressor"),
+    (["sklearn.linear_model.NoSuchModel"], "import path"),
     (["random_forest", "random_forest"], "each at most once"),
 ])
 def test_bad_plugin_names_list_the_known_ones(value, message):
@@ -142,10 +150,9 @@ def test_plugin_options_are_validated():
 def test_mlp_members_plus_boosting_are_not_worse_than_the_worse_part():
     """Real check, diabetes, 5 folds: s-BFN (+linear) over M MLPs + GB vs each part alone."""
     cfg = dict(QUICK, fold=None, folds=5, n_members=5, epochs=10, combiners=["sbfn_ls_linear"],
-               lambda2=[0.0], competitors=["gradient_boosting"], competitor_grid="default")
-    mixed = run_trial(dict(cfg, plugin_members=["gradient_boosting"]))
-    mlp_only = run_trial({k: v for k, v in cfg.items() if k != "competitor_grid"}
-                         | {"competitors": []})
+               lambda2=[0.0])
+    mixed = run_trial(dict(cfg, plugin_members=["gradient_boosting"]))   # with GB's own row
+    mlp_only = run_trial(cfg)
 
     def mean_rmse(records, model):
         return np.mean([r["rmse"] for r in records if r["model"] == model])

@@ -3,7 +3,9 @@
 "member": K = M univariate Gaussian units, unit j on member j's output with that member's
 centre and spread -- the reading of Algorithm 1 ("running moments for per-predictor
 univariate RBFs"), used as the default. "kmeans": K multivariate Gaussian units in R^M with
-k-means centres (the appendix's RBF-KMeans strategy). See docs/method.md for the choice.
+k-means centres (k-means++ seeding, then Lloyd; the appendix's RBF-KMeans strategy), each as
+wide as its cluster's RMS radius ("rms") or as the distance to its nearest other centre
+("nearest", Moody and Darken 1989's nearest-neighbour rule). See docs/method.md for the choice.
 """
 
 import numpy as np
@@ -38,10 +40,11 @@ class MemberBasis:
 
 
 class KMeansBasis:
-    """K multivariate units in R^M: k-means centres, scale = RMS distance of each cluster."""
+    """K multivariate units in R^M: k-means centres; scale = each cluster's RMS radius ("rms")
+    or the distance to the nearest other centre ("nearest")."""
 
-    def __init__(self, n_units: int, seed: int = 0):
-        self.n_units, self.seed = n_units, seed
+    def __init__(self, n_units: int, seed: int = 0, width: str = "rms"):
+        self.n_units, self.seed, self.width = n_units, seed, width
 
     def fit(self, D: np.ndarray) -> "KMeansBasis":
         k = min(self.n_units, len(np.unique(D, axis=0)))
@@ -51,6 +54,8 @@ class KMeansBasis:
         counts = np.bincount(km.labels_, minlength=k)
         rms = np.sqrt(np.bincount(km.labels_, d2, minlength=k) / np.maximum(counts, 1))
         self.scale = np.where(rms > SCALE_FLOOR, rms, np.sqrt(d2.mean()) + SCALE_FLOOR)
+        if self.width == "nearest" and k > 1:
+            self.scale = nearest_centre_distance(self.centre)
         return self
 
     def transform(self, D: np.ndarray) -> np.ndarray:
@@ -58,9 +63,16 @@ class KMeansBasis:
         return gaussian(r2, self.scale)
 
 
-def make_basis(kind: str, n_units: int, seed: int = 0):
+def nearest_centre_distance(centre: np.ndarray) -> np.ndarray:
+    """Per centre, the Euclidean distance to the nearest other one (k-means centres differ)."""
+    d2 = ((centre[:, None, :] - centre[None]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    return np.sqrt(d2.min(1))
+
+
+def make_basis(kind: str, n_units: int, seed: int = 0, width: str = "rms"):
     if kind == "member":
         return MemberBasis()
     if kind == "kmeans":
-        return KMeansBasis(n_units, seed)
+        return KMeansBasis(n_units, seed, width)
     raise ConfigError("sbfn_basis", kind, f"one of {BASES}")

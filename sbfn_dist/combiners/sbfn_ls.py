@@ -20,16 +20,17 @@ class SBFNLeastSquares:
 
     def __init__(self, lambda2: float = 0.0, basis: str = _D["sbfn_basis"],
                  n_units: int | None = None, intercept: bool = _D["sbfn_intercept"],
-                 linear: bool = False, seed: int = 0):
+                 linear: bool = False, seed: int = 0, width: str = "rms"):
         self.lambda2, self.basis, self.n_units = lambda2, basis, n_units
-        self.intercept, self.linear, self.seed = intercept, linear, seed
+        self.intercept, self.linear, self.seed, self.width = intercept, linear, seed, width
 
     def features(self, D: np.ndarray) -> np.ndarray:
         phi = self.basis_.transform(D)
         return np.hstack([phi, D]) if self.linear else phi
 
     def _fit_basis(self, D: np.ndarray) -> np.ndarray:
-        self.basis_ = make_basis(self.basis, self.n_units or D.shape[1], self.seed).fit(D)
+        self.basis_ = make_basis(self.basis, self.n_units or D.shape[1], self.seed,
+                                 self.width).fit(D)
         return self.features(D)
 
     def fit(self, D: np.ndarray, y: np.ndarray) -> "SBFNLeastSquares":
