@@ -1,7 +1,8 @@
 """The one place that drives Ray Tune: a SweepSpec + options -> trials run -> results.
 
     results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
-                     mlflow.db + mlartifacts/ (default tracking store)
+                     mlflow.db + mlartifacts/ (default tracking store),
+                     optuna.db (--search optuna: the study, sweeps/study.py)
 """
 
 import functools
@@ -79,6 +80,8 @@ class SweepOutcome:
     trials: list
     seconds: float
     max_running: int = 0
+    study: str | None = None            # --search optuna: the study's URL
+    study_copy: str | None = None       # and its copy beside remote results
 
 
 def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
@@ -124,18 +127,22 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
         return None
     store = ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
     spec_record = _check_store(store, spec, opts, configs)
+    if opts.search == "optuna":
+        from sweeps.study import check_study
+        check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     _preflight_data(configs[0], opts)
     where = _connect(opts)
     warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
     print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
-          f"results -> {store.root}" + _small_space_note(spec, opts), file=out)
+          f"results -> {store.root}" + _small_space_note(spec, opts) + _study_note(opts, store),
+          file=out)
     start = time.monotonic()
     tracking_uri, trials, progress = _fit(spec, opts, store, configs, trial_packs(opts, configs))
     table = store.consolidate()
     outcome = SweepOutcome(store.root, table, tracking_uri, trials, time.monotonic() - start,
-                           progress.max_running)
+                           progress.max_running, *_finish_study(opts, store))
     print_summary(outcome, spec, opts, out)
     return outcome
 
@@ -159,6 +166,21 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
                         "arguments, or pass --name for a new sweep")
     store.create()
     return record
+
+
+def _study_note(opts: SweepOptions, store: ResultStore) -> str:
+    if opts.search != "optuna":
+        return ""
+    from sweeps.study import where_note
+    return where_note(store)
+
+
+def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, str | None]:
+    """The study's URL and its copy beside remote results (made now), for the summary."""
+    if opts.search != "optuna":
+        return None, None
+    from sweeps.study import publish_copy, study_url
+    return study_url(store), publish_copy(store)
 
 
 def _preflight_data(config: dict, opts: SweepOptions) -> None:
@@ -283,11 +305,12 @@ def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
         # state may point at a checkpoint that num_to_keep would already have deleted.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
         callbacks=callbacks, verbose=0)
-    tune_config, space = _search(spec, opts, configs, trial_packs_)
+    tune_config, space = _search(spec, opts, store, configs, trial_packs_)
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
-def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict], trial_packs_: list):
+def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
+            trial_packs_: list):
     from ray import tune
     common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
                   max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
@@ -296,9 +319,7 @@ def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict], trial_pack
         overrides = spec.trials()
         space = [{"pack": [overrides[i] for i in pack]} for pack in trial_packs_]
         return tune.TuneConfig(**common), {"trial": tune.grid_search(space)}
-    import optuna
     from ray.tune.schedulers import ASHAScheduler
-    from ray.tune.search.optuna import OptunaSearch
     space = {name: tune.choice(list(values)) for name, values in spec.axes.items()}
     space.update({k: v[0] for k, v in spec.repeat_axis.items()})
     folds = len(folds_of(configs[0]))
@@ -306,9 +327,17 @@ def _search(spec: SweepSpec, opts: SweepOptions, configs: list[dict], trial_pack
     # part after `grace_period` folds stops early (docs/sweeps.md).
     scheduler = ASHAScheduler(time_attr="training_iteration", max_t=folds,
                               grace_period=min(2, folds), reduction_factor=3) if folds > 2 else None
-    sampler = optuna.samplers.TPESampler(seed=opts.search_seed)
-    return tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=sampler),
-                           scheduler=scheduler, num_samples=opts.num_samples), space
+    return tune.TuneConfig(**common, search_alg=_searcher(spec, opts, store), scheduler=scheduler,
+                           num_samples=opts.num_samples), space
+
+
+def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore):
+    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/study.py)."""
+    from sweeps.study import open_study, searcher
+    labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
+              "objective": f"CV mean {metric_of(spec.task)} of {opts.objective or 'the best model'}"}
+    storage = open_study(store, opts.name, spec.mode, opts.resume, labels)
+    return searcher(storage, opts.name, opts.search_seed)
 
 
 def _trial_name(trial) -> str:
@@ -401,5 +430,9 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
         if outcome.tracking_uri.startswith("sqlite"):
             print(f"  open the UI: mlflow ui --backend-store-uri {outcome.tracking_uri} "
                   "--host 127.0.0.1 --port 5000   then http://127.0.0.1:5000", file=out)
+    if outcome.study:
+        copy = f"; a copy at {outcome.study_copy}" if outcome.study_copy else ""
+        print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "
+              f"optuna-dashboard {outcome.study}   (pip install optuna-dashboard)", file=out)
     print(f"report:   python -m analysis.report {outcome.root}", file=out)
 

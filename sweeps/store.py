@@ -114,7 +114,11 @@ class ResultStore:
             return json.loads(f.read().decode())
 
     def exists(self) -> bool:
-        return self._exists(f"{self.root}/{SPEC_FILE}")
+        return self.has(SPEC_FILE)
+
+    def has(self, relative: str) -> bool:
+        """Whether <root>/<relative> (a file or a directory) exists."""
+        return self._exists(f"{self.root}/{relative}")
 
     # --- plumbing ----------------------------------------------------------------------
     def _exists(self, path: str) -> bool:

@@ -1,0 +1,117 @@
+"""A sweep's Optuna study, kept in a sqlite file so it outlives the driver (`--search optuna`).
+
+    <storage>/<name>/optuna.db    local storage (a path or file://): beside the results
+    <cache>/sweeps/<scheme>/<bucket/prefix>/<name>/optuna.db    remote storage (s3://, gs://, ...)
+
+sqlite needs a local file with working locks, so with remote storage the study stays on the
+driver's machine ($SBFN_CACHE_DIR or ~/.cache/sbfn_dist) and a copy goes to
+<storage>/<name>/optuna.db when the sweep ends. The study is named after the sweep; open it with
+`optuna.load_study(study_name=NAME, storage=URL)` or `optuna-dashboard URL` (docs/sweeps.md). Imports Ray and Optuna: the runner imports it only
+for `--search optuna`.
+"""
+
+from pathlib import Path
+
+import optuna
+import pyarrow.fs as pafs
+from optuna.trial import TrialState
+from ray.tune.search.optuna import OptunaSearch
+
+from sbfn_dist.data.sources import cache_dir
+from sbfn_dist.errors import SbfnError
+from sweeps.store import ResultStore
+
+STUDY_FILE = "optuna.db"
+
+
+def is_local(store: ResultStore) -> bool:
+    return isinstance(store.fs, pafs.LocalFileSystem)
+
+
+def study_file(store: ResultStore) -> Path:
+    """Beside the results when they are local files, else under the local cache (above)."""
+    if is_local(store):
+        return Path(store.root, STUDY_FILE)
+    scheme = store.uri.split("://", 1)[0]
+    return cache_dir() / "sweeps" / scheme / store.root.strip("/") / STUDY_FILE
+
+
+def study_url(store: ResultStore) -> str:
+    return f"sqlite:///{study_file(store)}"
+
+
+def check_study(store: ResultStore, name: str, resume: bool) -> None:
+    """Before Ray starts: a new sweep must not inherit an old study, a resumed one needs its own."""
+    path = study_file(store)
+    if path.exists() and not resume:
+        raise SbfnError(f"an Optuna study of an earlier sweep '{name}' is in {path}; delete that "
+                        "file, or pass --name for a new sweep")
+    if resume and not path.exists() and store.has("tune"):
+        where = "" if is_local(store) else (f" (kept on the machine that ran the sweep; a "
+                                            f"finished sweep left a copy at {store.uri}/{STUDY_FILE})")
+        raise SbfnError(f"--resume: the sweep's Optuna study {path} is missing{where}. Put it "
+                        "back there, or pass --name for a new sweep")
+
+
+def where_note(store: ResultStore) -> str:
+    """What the sweep says at its start when the study cannot live beside remote results."""
+    if is_local(store):
+        return ""
+    return (f"\n  note: the Optuna study stays on this machine in {study_file(store)} (sqlite "
+            f"cannot live on {store.uri.split('://', 1)[0]}://); a copy goes to "
+            f"{store.uri}/{STUDY_FILE} when the sweep ends")
+
+
+def open_study(store: ResultStore, name: str, mode: str, resume: bool, labels: dict):
+    """The sweep's study, created (or loaded on --resume) before Tune's searcher loads it."""
+    path = study_file(store)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    storage = optuna.storages.RDBStorage(study_url(store))
+    study = optuna.create_study(storage=storage, study_name=name, load_if_exists=resume,
+                                direction="minimize" if mode == "min" else "maximize")
+    for key, value in labels.items():      # shown by optuna-dashboard beside the trials
+        study.set_user_attr(key, value)
+    if resume:
+        # No Tune state to restore (the driver died before Tune first saved it): no Tune trial
+        # owns the trials the study still marks running, and none will ever tell them.
+        settle(study, asked={}, completed=set())
+    return storage
+
+
+def settle(study, asked: dict, completed: set) -> None:
+    """Make a restored searcher agree with its study file.
+
+    Tune pickles the searcher with its experiment state (at most every ~10 s) while the study
+    file changes at every ask and tell, so after a killed driver the file can be ahead: a trial
+    already told there is marked completed in the searcher (Tune reruns it, reading its folds
+    back, and it must not be told twice), and a trial asked after the last pickle, which no Tune
+    trial owns, is told FAIL (it will never report)."""
+    from optuna.trial import TrialState
+    owner = {trial.number: tune_id for tune_id, trial in asked.items()}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in owner and trial.state.is_finished():
+            completed.add(owner[trial.number])
+        elif trial.number not in owner and trial.state == TrialState.RUNNING:
+            study.tell(trial.number, state=TrialState.FAIL)
+
+
+class SweepOptunaSearch(OptunaSearch):
+    """Ray's OptunaSearch on the sweep's study, settled with the study file when Tune restores it."""
+
+    def restore(self, checkpoint_path: str):
+        super().restore(checkpoint_path)
+        settle(self._ot_study, self._ot_trials, self._completed_trials)
+
+
+def searcher(storage, name: str, seed: int) -> SweepOptunaSearch:
+    return SweepOptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed), storage=storage,
+                             study_name=name)
+
+
+def publish_copy(store: ResultStore) -> str | None:
+    """Copy the study beside remote results when the sweep ends; its location, or None."""
+    if is_local(store):
+        return None
+    pafs.copy_files(str(study_file(store)), f"{store.root}/{STUDY_FILE}",
+                    source_filesystem=pafs.LocalFileSystem(), destination_filesystem=store.fs)
+    return f"{store.uri}/{STUDY_FILE}"

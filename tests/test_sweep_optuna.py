@@ -1,0 +1,122 @@
+"""The Optuna study of a `--search optuna` sweep: a real sqlite study beside the results (or in
+the local cache for remote storage), written by Ray Tune's OptunaSearch, and resumed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+from ray import tune
+
+from sbfn_dist.errors import SbfnError
+from sweeps.store import ResultStore
+from sweeps.study import check_study, open_study, publish_copy, searcher, study_file, where_note
+from tests.sweep_helpers import TINY, run_tiny
+
+pytestmark = pytest.mark.timeout(600)
+SEARCH = ["--search", "optuna", "--no-mlflow", "--competitors", "none"]
+
+
+def trials_of(root, name: str) -> list:
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{root}/optuna.db").trials
+
+
+def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        outcome = run_tiny(tmp_path, *SEARCH, "--num-samples", "3")
+    finally:
+        ray.shutdown()
+    study = optuna.load_study(study_name="tiny", storage=outcome.study)
+    assert outcome.study == f"sqlite:///{tmp_path}/tiny/optuna.db"
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert len(study.trials) == len(done) == 3
+    told = sorted((t.params["n_members"], t.params["epsilon"], t.value) for t in done)
+    reported = sorted((r["config"]["n_members"], r["config"]["epsilon"], r["objective"])
+                      for r in outcome.trials)
+    assert told == reported
+    assert study.user_attrs["sweep"] == "tiny" and study.direction.name == "MINIMIZE"
+    assert f"optuna-dashboard {outcome.study}" in capsys.readouterr().out
+
+
+def search_command(storage, *extra) -> list[str]:
+    return [sys.executable, "-m", "sweeps.regression", *TINY, *SEARCH, "--num-samples", "4",
+            "--storage", str(storage), "--name", "study", "--num-cpus", "2", *extra]
+
+
+def wait_for_a_told_trial(root, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not (root / "optuna.db").exists() or not any(
+            t.state.is_finished() for t in trials_of(root, "study")):
+        assert time.monotonic() < deadline, f"no trial told to the study after {timeout} s"
+        time.sleep(0.5)
+
+
+def test_a_killed_search_sweep_resumes_the_same_study(tmp_path):
+    root, env = tmp_path / "study", dict(os.environ, PYTHONUNBUFFERED="1")
+    driver = subprocess.Popen(search_command(tmp_path), env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_a_told_trial(root)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)   # the driver and the Ray it started
+        driver.wait()
+    before = {t.number: (t.params, t.value) for t in trials_of(root, "study")
+              if t.state == TrialState.COMPLETE}
+    assert 1 <= len(before) < 4
+
+    done = subprocess.run(search_command(tmp_path, "--resume"), env=env, capture_output=True,
+                          text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = trials_of(root, "study")
+    complete = {t.number: (t.params, t.value) for t in after if t.state == TrialState.COMPLETE}
+    assert {n: complete[n] for n in before} == before   # told before the kill, kept as they were
+    assert len(complete) == 4                           # each of the 4 samples told once
+    assert not [t.number for t in after if t.state == TrialState.RUNNING]
+
+
+def test_a_restored_searcher_settles_with_a_study_file_that_ran_ahead(tmp_path):
+    """Tune pickles the searcher every ~10 s; the study file changes at every ask and tell."""
+    store = ResultStore(str(tmp_path / "s"))
+    storage = open_study(store, "s", "min", resume=False, labels={})
+    first = searcher(storage, "s", seed=0)
+    first.set_search_properties("objective", "min", {"a": tune.choice([1, 2, 3])})
+    first.suggest("t1"), first.suggest("t2")
+    first.save(str(tmp_path / "searcher.pkl"))          # Tune's last save before the kill
+    first.on_trial_complete("t1", {"objective": 0.5, "training_iteration": 3})
+    first.suggest("t3")                                 # asked after it: no Tune trial owns it
+
+    restored = searcher(storage, "s", seed=0)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    restored.on_trial_result("t1", {"objective": 9.0, "training_iteration": 1})   # Tune reruns t1
+    restored.on_trial_complete("t1", {"objective": 9.0, "training_iteration": 3})
+    restored.on_trial_complete("t2", {"objective": 0.7, "training_iteration": 3})
+    states = {t.number: (t.state, t.value) for t in trials_of(store.root, "s")}
+    assert states == {0: (TrialState.COMPLETE, 0.5), 1: (TrialState.COMPLETE, 0.7),
+                      2: (TrialState.FAIL, None)}
+
+
+def test_remote_storage_keeps_the_study_in_the_local_cache_and_copies_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("SBFN_CACHE_DIR", str(tmp_path / "cache"))
+    store = ResultStore("mock:///bucket/runs/aq")       # pyarrow's in-memory filesystem
+    store.create()
+    assert study_file(store) == tmp_path / "cache/sweeps/mock/bucket/runs/aq/optuna.db"
+    assert str(study_file(store)) in where_note(store)
+    open_study(store, "aq", "min", resume=False, labels={"sweep": "aq"})
+    assert publish_copy(store) == "mock:///bucket/runs/aq/optuna.db" and store.has("optuna.db")
+
+
+def test_a_study_file_is_never_inherited_and_never_silently_recreated(tmp_path):
+    store = ResultStore(str(tmp_path / "s"))
+    open_study(store, "s", "min", resume=False, labels={})
+    with pytest.raises(SbfnError, match="delete that file, or pass --name"):
+        check_study(store, "s", resume=False)
+    study_file(store).unlink()
+    (tmp_path / "s" / "tune").mkdir()                   # Tune has state: the study is needed
+    with pytest.raises(SbfnError, match="study .* is missing. Put it back"):
+        check_study(store, "s", resume=True)
