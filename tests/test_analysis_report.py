@@ -16,8 +16,7 @@ from scipy import stats
 from analysis.collect import ResultsError, load_results
 from analysis.report import main, write_report
 from sbfn_dist.experiment import run_trial
-
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser import chromium
 
 
 def write_parts(home: Path, records: list, expected: int | None) -> Path:
@@ -205,11 +204,15 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys, case, message):
     assert message in capsys.readouterr().err
 
 
-def loaded_figures(html: Path, profile: Path) -> tuple[int, int]:
+@pytest.fixture(scope="module")
+def browser() -> str:
+    """Asked before the report fixture, so a machine without a browser skips at once."""
+    return chromium()
+
+
+def loaded_figures(browser: str, html: Path, profile: Path) -> tuple[int, int]:
     """(decoded images, images) of a page, counted by the page's own script in headless Chromium."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (apt-get install chromium)")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html.as_uri()]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
@@ -218,10 +221,10 @@ def loaded_figures(html: Path, profile: Path) -> tuple[int, int]:
     return int(found.group(2)), int(found.group(1))
 
 
-def test_html_opens_in_a_headless_browser_with_every_figure(report, tmp_path):
+def test_html_opens_in_a_headless_browser_with_every_figure(browser, report, tmp_path):
     n_png = len(list((report / "figures").glob("*.png")))
-    assert loaded_figures(report / "report.html", tmp_path / "p1") == (n_png, n_png)
+    assert loaded_figures(browser, report / "report.html", tmp_path / "p1") == (n_png, n_png)
     broken = tmp_path / "broken.html"           # one image with a corrupt payload must show up
     html = (report / "report.html").read_text()
     broken.write_text(html.replace("base64,iVBOR", "base64,!!!!", 1))
-    assert loaded_figures(broken, tmp_path / "p2") == (n_png - 1, n_png)
+    assert loaded_figures(browser, broken, tmp_path / "p2") == (n_png - 1, n_png)

@@ -142,3 +142,14 @@ def test_pyproject_holds_ranges_and_constraints_pin_every_declared_distribution(
     pins = {requirement_name(line): line for line in (ROOT / "constraints.txt").read_text()
             .splitlines() if "==" in line}
     assert not {requirement_name(r) for r in every} - set(pins)
+
+
+# ------------------------------------------------------------------ make test
+def test_make_test_escalates_no_privileges_and_ci_provides_the_browser():
+    """Every recipe `make test` would run from scratch (-B: as on a fresh clone)."""
+    recipes = subprocess.run(["make", "-n", "-B", "test"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout
+    assert "pytest" in recipes
+    assert not [w for w in ("sudo", "apt-get", "apt ") if w in recipes]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("apt-get install -y chromium") < ci.rindex("\nmake test")
