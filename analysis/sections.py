@@ -67,8 +67,19 @@ def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list
             blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
                                 f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
                                 tables.m_eps_notes("regression", REGRESSION_LEVEL)))
+    blocks += heterogeneous_blocks(ok, test)
     blocks += ranking_blocks(ok, "regression", test)
     return blocks
+
+
+def heterogeneous_blocks(ok: pd.DataFrame, test: str) -> list:
+    """The combiners of heterogeneous hypothesis sets against each of their inputs."""
+    table = tables.heterogeneous(ok, test)
+    if table.empty:
+        return []
+    return [Table("heterogeneous", "Heterogeneous hypothesis sets: each combiner against each "
+                  "of its inputs and the stacking anchors (test RMSE)", table,
+                  notes=tables.NOTES["heterogeneous"])]
 
 
 def ranking_blocks(ok: pd.DataFrame, task: str, test: str, scope: str = "") -> list:

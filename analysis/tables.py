@@ -42,6 +42,17 @@ NOTES = {
         "pairing unit; both models were tested on the same rows). p_holm: Holm's step-down "
         "correction over all pairs of the data set; significant: p_holm < 0.05.",
     ],
+    "heterogeneous": [
+        "Rows of trials whose D held plug-in hypotheses: each combiner of that D and each plug-in "
+        "on its own (the same fit that gave its column). Every model chose its setting on the "
+        "training part (inner CV) or has none; closed forms and online variants are shown at "
+        "every λ2 they evaluated, not the best one.",
+        "mean: each fold's test RMSE averaged over seeds, then over folds; std: across folds "
+        "(ddof = 1). minus_sbfn_rbf: mean − the multivariate s-BFN's mean (positive: s-BFN "
+        "better). p: paired test across folds of sbfn_rbf against the row; p_holm: Holm's "
+        "correction over the data set's tests. With one split (a published test set) there is "
+        "no test.",
+    ],
     "status": [
         "Rows by status. ok rows are analysed; diverged (non-finite training or predictions) and "
         "failed (the trial crashed after its retries) rows are counted here and listed below, "
@@ -188,3 +199,57 @@ def sweep_summary(sweeps: list) -> pd.DataFrame:
                      "trials_expected": s.n_trials_expected, "trials_missing": s.n_missing,
                      **{f"rows_{k}": s.status_counts.get(k, 0) for k in ("ok", "diverged", "failed")}})
     return pd.DataFrame(rows)
+
+
+# Models that choose their own setting on the training part or have none: shown once each.
+# The closed forms and online variants evaluate every lambda2 of the grid: one row per lambda2.
+PER_LAMBDA2 = ("sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3")
+HETEROGENEOUS_REFERENCE = "sbfn_rbf"
+
+
+def heterogeneous(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+    """Per data set: every combiner of a heterogeneous hypothesis set (M members + plug-ins)
+    and every one of its inputs (the plug-ins' own rows), mean test RMSE over folds, and a
+    paired test across folds of sbfn_rbf against each (Holm over the data set's tests)."""
+    rows = ok[_heterogeneous_rows(ok)]
+    parts = []
+    for dataset, sub in rows.groupby("dataset", sort=True):
+        sub = sub.assign(entry=_entry(sub))
+        wide = fold_values(sub, ["entry"], "rmse").pivot(index="fold", columns="entry",
+                                                         values="rmse").dropna()
+        if wide.empty:
+            continue
+        parts.append(_against_reference(dataset, wide, model_label(HETEROGENEOUS_REFERENCE),
+                                        test))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _heterogeneous_rows(ok: pd.DataFrame) -> pd.Series:
+    """s-BFN rows whose D held plug-ins, and the plug-ins' own competitor rows."""
+    none = pd.Series(False, index=ok.index)
+    with_plugins = (ok["plugin_members"].fillna("[]") != "[]") if "plugin_members" in ok else none
+    plugin_rows = ok["plugin_tuning"].notna() if "plugin_tuning" in ok else none
+    return ((ok["family"] == "sbfn") & with_plugins) | ((ok["family"] == "competitor")
+                                                        & plugin_rows)
+
+
+def _entry(sub: pd.DataFrame) -> pd.Series:
+    label = sub["model"].map(model_label)
+    lam = sub["lambda2"].map(lambda v: f" (λ2 = {v:g})")
+    return label.where(~sub["model"].isin(PER_LAMBDA2), label + lam)
+
+
+def _against_reference(dataset: str, wide: pd.DataFrame, reference: str,
+                       test: str) -> pd.DataFrame:
+    means = wide.mean().sort_values()
+    std = wide.std(ddof=1) if len(wide) > 1 else pd.Series(np.nan, index=wide.columns)
+    out = pd.DataFrame({"dataset": dataset, "model": means.index, "mean": means.to_numpy(),
+                        "std": std[means.index].to_numpy(), "n_folds": len(wide)})
+    if reference not in wide:
+        return out
+    out["minus_sbfn_rbf"] = out["mean"] - means[reference]
+    tests = [paired_test(wide[reference], wide[m], test) if m != reference else (np.nan, np.nan)
+             for m in means.index]
+    out["p"] = [p for _, p in tests]
+    out["p_holm"] = holm(out["p"])
+    return out

@@ -184,3 +184,28 @@ def test_the_sweeps_m1_reference_is_its_own_model_not_an_arithmetic_setting():
     rows = pd.DataFrame({"model": ["arithmetic", "arithmetic"], "role": ["ensemble", "reference"],
                          "status": ["ok", "ok"], "trial_id": ["a", "b"], "sweep": ["s", "s"]})
     assert list(normalise(rows, "s")["model"]) == ["arithmetic", REFERENCE_MODEL]
+
+
+def test_heterogeneous_table_compares_sbfn_rbf_with_each_input_per_fold():
+    def rows(model, family, values, **cols):
+        return [dict(dataset="d", task="regression", model=model, family=family, fold=f, seed=0,
+                     rmse=v, status="ok", **cols) for f, v in enumerate(values)]
+    plugin = {"plugin_members": '["knn"]', "plugin_tuning": "inner_cv"}
+    ok = pd.DataFrame(
+        rows("sbfn_rbf", "sbfn", [1.0, 2.0, 3.0], lambda2=0.0, **plugin)
+        + rows("sbfn_ls_linear", "sbfn", [2.0, 2.5, 3.0], lambda2=0.0, **plugin)
+        + rows("sbfn_ls_linear", "sbfn", [9.0, 9.0, 9.0], lambda2=7.0, **plugin)
+        + rows("knn", "competitor", [1.5, 3.0, 3.5], lambda2=np.nan, plugin_tuning="inner_cv")
+        # not part of the heterogeneous set: a plain ensemble and a plain competitor trial
+        + rows("sbfn_rbf", "sbfn", [0.1, 0.1, 0.1], lambda2=0.0, plugin_members="[]")
+        + rows("random_forest", "competitor", [0.1, 0.1, 0.1], lambda2=np.nan))
+    table = tables.heterogeneous(ok).set_index("model")
+    # by mean RMSE: 2.0, 2.5, 8/3, 9.0
+    assert list(table.index) == ["s-BFN multivariate RBF (K by inner CV)",
+                                 "s-BFN least squares + linear (λ2 = 0)", "k-NN",
+                                 "s-BFN least squares + linear (λ2 = 7)"]
+    knn = table.loc["k-NN"]
+    assert knn["mean"] == pytest.approx(8 / 3) and knn["minus_sbfn_rbf"] == pytest.approx(2 / 3)
+    from scipy.stats import ttest_rel
+    assert knn["p"] == pytest.approx(ttest_rel([1.0, 2.0, 3.0], [1.5, 3.0, 3.5]).pvalue)
+    assert np.isnan(table.loc["s-BFN multivariate RBF (K by inner CV)", "p"])
