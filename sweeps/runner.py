@@ -94,6 +94,9 @@ def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
     """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
     base, trials = shared(spec, opts), spec.trials()
     configs = [trial_config(t, base, opts.name) for t in trials]
+    if spec.per_fold:      # one trial per fold, known only once --set (e.g. split) applied
+        trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in folds_of(c)]
+        configs = [trial_config(t, base, opts.name) for t in trials]
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):

@@ -39,12 +39,14 @@ class Grid:
     base: dict = field(default_factory=dict)   # settings every trial of the grid shares
     references: bool = True        # the M = 1 reference trials (REFERENCE)
     competitors: tuple | None = None   # competitor trials; None: the task's (the paper's)
+    per_fold: bool = False         # one trial per fold (a fold takes minutes) instead of per seed
 
 
 # heterogeneous (docs/method.md, "Heterogeneous s-BFN"): the ε-MLPs of the Candanedo split's
 # inner-CV choice (M = 20, ε = 0.5; docs/results) joined by plug-ins tuned by inner CV, every
 # combiner of such a set, and the stacking anchors. The plug-ins are also the trial's
-# competitor rows, so it needs no competitor or reference trials. svm_rbf, gradient_boosting
+# competitor rows, so it needs no competitor or reference trials. A fold fits every plug-in's
+# grid on inner folds (minutes on 15k rows), so each fold is a trial of its own. svm_rbf, gradient_boosting
 # and mlp are left out for their cost on 15k rows (minutes per fit, times grid x inner folds);
 # --set plugin_members=... adds them.
 HETEROGENEOUS_PLUGINS = ("extra_trees", "random_forest", "hist_gradient_boosting", "knn", "ridge")
@@ -53,7 +55,7 @@ HETEROGENEOUS_GRID = Grid(
     base={"combiners": ["sbfn_ls", "sbfn_ls_linear", "sbfn_rbf", "stack_ridge", "stack_nnls",
                         "best_single", "arithmetic"],
           "plugin_members": list(HETEROGENEOUS_PLUGINS), "plugin_tuning": "inner_cv"},
-    references=False, competitors=())
+    references=False, competitors=(), per_fold=True)
 
 
 # The tabular grids per task. regression80: the paper's 5 M x 4 ε, each trial with every λ2
@@ -134,6 +136,7 @@ class SweepSpec:
     axes: dict                    # name -> values, crossed in this order
     extra_trials: tuple = ()      # overrides outside the product (reference, competitors)
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
+    per_fold: bool = False        # each trial repeated per fold of its split (sweeps.runner.plan)
 
     @property
     def task(self) -> str:
@@ -192,7 +195,7 @@ def tabular_sweep(task: str, dataset: str, grid: str, *, folds: int | None = Non
     references = _reference_trials(task, base) if spec.references else ()
     extra = (*references, *(_competitor_trial(c) for c in competitors))
     return SweepSpec(grid=grid, dataset=dataset, base=base, axes=axes, extra_trials=extra,
-                     repeat_axis={"seed": tuple(range(seeds))})
+                     repeat_axis={"seed": tuple(range(seeds))}, per_fold=spec.per_fold)
 
 
 def regression_sweep(dataset: str, grid: str, **options) -> SweepSpec:

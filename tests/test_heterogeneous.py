@@ -190,3 +190,13 @@ def test_the_heterogeneous_grid_is_one_trial_whose_plugins_are_its_competitors()
     assert trial == {"n_members": 20, "epsilon": 0.5, "seed": 0}
     assert spec.base["plugin_members"] == list(HETEROGENEOUS_PLUGINS)
     assert spec.base["plugin_tuning"] == "inner_cv" and "sbfn_rbf" in spec.base["combiners"]
+
+
+def test_the_heterogeneous_grid_runs_one_trial_per_fold_of_the_split():
+    from sweeps.runner import SweepOptions, plan
+    from sweeps.trainable import folds_of
+    spec = regression_sweep("diabetes", "heterogeneous", folds=4)
+    configs = plan(spec, SweepOptions(name="x"))
+    assert [folds_of(c) for c in configs] == [[0], [1], [2], [3]]
+    assert len({c["trial_id"] for c in configs}) == 4
+    assert all(c["plugin_members"] == HETEROGENEOUS_PLUGINS for c in configs)
