@@ -1,20 +1,28 @@
 """Results directories -> one tidy table, with what is missing and what went wrong kept visible.
 
-A sweep's directory holds `results.parquet`: one file, or a directory of part files (one per
-finished trial), and optionally `sweep.json` with the grid and `n_trials_expected`. Rows are
-`sbfn_dist.experiment.run_trial` records (built by `sbfn_dist.records`, whose registry names
-every column) with the sweep columns `sweep` and `trial_id` filled in by the sweeps runner.
+A sweep's directory (a local path or a URI such as the sweeps' --storage takes: s3://, gs://,
+file://) holds `results.parquet`: one file, or a directory of part files (one per finished
+trial); or, before the driver first merged them, only `parts/`; and optionally `sweep.json`
+with the grid and `n_trials_expected`. Rows are `sbfn_dist.experiment.run_trial` records (built
+by `sbfn_dist.records`, whose registry names every column) with the sweep columns `sweep` and
+`trial_id` filled in by the sweeps runner.
 """
 
 import json
+import os
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 
 RESULTS_FILE = "results.parquet"
+PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/store.py)
 SWEEP_FILE = "sweep.json"
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",
@@ -29,7 +37,7 @@ class ResultsError(ValueError):
 @dataclass
 class SweepInfo:
     name: str
-    path: str
+    path: str                      # as given, or relative to the report (published_location)
     n_rows: int
     n_trials: int
     n_trials_expected: int | None = None
@@ -60,36 +68,84 @@ class Results:
         return self.table[self.table["task"] == task]
 
 
-def results_path(path: Path) -> Path:
-    """The parquet file or part directory behind a sweep directory or a direct parquet path."""
-    if not path.exists():
-        raise ResultsError(f"{path} does not exist: pass a sweep's results directory "
-                           f"(results/<sweep>) or a {RESULTS_FILE} path")
-    if path.is_dir() and (path / RESULTS_FILE).exists():
-        return path / RESULTS_FILE
-    if path.is_file() or any(path.glob("*.parquet")):
-        return path
-    raise ResultsError(f"{path} holds no {RESULTS_FILE} (found: {_listing(path)}); pass a sweep's "
-                       f"results directory, written by the sweeps runner, or a parquet file")
+@dataclass
+class Source:
+    """Where one sweep's rows are: the filesystem, the parquet files, the sweep's directory."""
+    fs: pafs.FileSystem
+    files: list
+    home: str                      # the directory that may hold sweep.json
+    name: str                      # the sweep's name when neither sweep.json nor the rows say
 
 
-def _listing(path: Path) -> str:
-    names = sorted(p.name for p in path.iterdir())[:8]
+def open_location(given: str) -> tuple[pafs.FileSystem, str]:
+    """A local path, or a URI as the sweeps' --storage takes it (s3://, gs://, file://, ...)."""
+    try:                           # pyarrow reads an absolute path as a local one
+        return pafs.FileSystem.from_uri(given if "://" in given else os.path.abspath(given))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ResultsError(f"cannot open '{given}' ({exc}); pass a local path or a URI such as "
+                           "s3://bucket/prefix/<sweep>") from None
+
+
+def is_remote(given: str) -> bool:
+    """A URI of another filesystem than this machine's (s3://, gs://, ...; not file://)."""
+    return "://" in given and not given.startswith("file:")
+
+
+def find_source(given: str) -> Source:
+    """The parquet behind a sweep directory (results.parquet: a file or a directory of parts;
+    else parts/, the trials' own files before the driver merged them) or a direct parquet path."""
+    fs, path = open_location(given)
+    kind = fs.get_file_info(path).type
+    if kind == pafs.FileType.NotFound:
+        raise ResultsError(f"{given} does not exist: pass a sweep's results directory "
+                           f"(results/<sweep>, or the same URI as the sweep's --storage/<name>) "
+                           f"or a {RESULTS_FILE} path")
+    parent, stem = posixpath.split(path)
+    if kind == pafs.FileType.File or stem == RESULTS_FILE:     # a table, not its sweep's directory
+        name = posixpath.basename(parent) if stem == RESULTS_FILE else posixpath.splitext(stem)[0]
+        return Source(fs, _parquet_files(fs, path), parent, name)
+    for where in (f"{path}/{RESULTS_FILE}", path, f"{path}/{PARTS_DIR}"):
+        files = _parquet_files(fs, where)
+        if files:
+            return Source(fs, files, path, stem)
+    raise ResultsError(f"{given} holds no {RESULTS_FILE} (found: {_listing(fs, path)}); pass "
+                       "a sweep's results directory, written by the sweeps runner, or a parquet "
+                       "file")
+
+
+def _parquet_files(fs: pafs.FileSystem, path: str) -> list:
+    """A parquet file, or the parquet files directly inside a directory (sorted); [] if none."""
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.File:
+        return [path]
+    listing = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.path for i in listing if i.is_file and i.path.endswith(".parquet"))
+
+
+def _listing(fs: pafs.FileSystem, path: str) -> str:
+    names = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(path)))[:8]
     return ", ".join(names) if names else "nothing, the directory is empty"
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    try:
-        table = pd.read_parquet(path)
-    except Exception as exc:       # pyarrow raises several types; the message is what matters
-        raise ResultsError(f"{path} is not a readable parquet table ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0][:200]})") from None
+def read_table(source: Source) -> pd.DataFrame:
+    """Every file of the source in one table (parts may differ in columns: rows hold only what
+    their model used)."""
+    frames = [_read_parquet(source.fs, f) for f in source.files]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if table.empty:
-        raise ResultsError(f"{path} has no rows: no trial of the sweep has finished yet")
+        raise ResultsError(f"{source.home} has no rows: no trial of the sweep has finished yet")
     return table
 
 
-def check_columns(table: pd.DataFrame, where: Path) -> None:
+def _read_parquet(fs: pafs.FileSystem, path: str) -> pd.DataFrame:
+    try:
+        return pq.read_table(path, filesystem=fs).to_pandas()
+    except Exception as exc:       # pyarrow raises several types; the message is what matters
+        raise ResultsError(f"{path} is not a readable parquet table ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0][:200]})") from None
+
+
+def check_columns(table: pd.DataFrame, where: str) -> None:
     missing = [c for c in REQUIRED if c not in table.columns]
     if table.get("task") is not None:
         for task in table["task"].dropna().unique():
@@ -145,21 +201,30 @@ def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:
     return table
 
 
-def load_sweep(path) -> tuple[pd.DataFrame, SweepInfo]:
-    path = Path(path)
-    source = results_path(path)
+def load_sweep(path, relative_to: Path | None = None) -> tuple[pd.DataFrame, SweepInfo]:
+    """One sweep's rows and what the report says about it; with `relative_to` (the report's
+    directory) its location is shown as `published_location` gives it."""
+    given = str(path)
+    source = find_source(given)
     table = read_table(source)
-    check_columns(table, source)
-    home = source.parent if source.name == RESULTS_FILE or source.is_file() else source
-    meta = _sweep_meta(home)
-    name = meta.get("name") or _own_name(table) or (home.name if source.name == RESULTS_FILE
-                                                     else source.stem)
+    check_columns(table, source.home)
+    meta = _sweep_meta(source)
+    name = meta.get("name") or _own_name(table) or source.name
     table = normalise(table, name)
-    info = SweepInfo(name=name, path=str(path), n_rows=len(table),
+    shown = published_location(given, relative_to) if relative_to is not None else given
+    info = SweepInfo(name=name, path=shown, n_rows=len(table),
                      n_trials=table["trial_id"].nunique(),
                      n_trials_expected=meta.get("n_trials_expected"),
                      status_counts=table["status"].value_counts().to_dict(), meta=meta)
     return table, info
+
+
+def published_location(given: str, report_dir: Path) -> str:
+    """Where a sweep is, as a published report shows it: a remote URI as given (it names no
+    machine's directory), a local path or file:// URI relative to the report's directory."""
+    if is_remote(given):
+        return given
+    return os.path.relpath(open_location(given)[1], os.path.abspath(report_dir))
 
 
 def _own_name(table: pd.DataFrame) -> str:
@@ -168,24 +233,27 @@ def _own_name(table: pd.DataFrame) -> str:
     return names.pop() if len(names) == 1 else ""
 
 
-def _sweep_meta(home: Path) -> dict:
-    meta_file = home / SWEEP_FILE
-    if not meta_file.exists():
+def _sweep_meta(source: Source) -> dict:
+    meta_file = f"{source.home}/{SWEEP_FILE}"
+    if source.fs.get_file_info(meta_file).type != pafs.FileType.File:
         return {}
+    with source.fs.open_input_stream(meta_file) as f:
+        text = f.read().decode()
     try:
-        return json.loads(meta_file.read_text())
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{meta_file} is not valid JSON ({exc}); fix or delete it") from None
 
 
-def load_results(paths) -> Results:
-    """One Results over one or more sweeps (e.g. the three image data sets side by side)."""
+def load_results(paths, relative_to: Path | None = None) -> Results:
+    """One Results over one or more sweeps (e.g. the three image data sets side by side): local
+    paths or URIs; `relative_to` as in `load_sweep`."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not paths:
         raise ResultsError("no results path given: pass at least one results/<sweep> directory")
     tables, infos = [], []
     for p in paths:
-        table, info = load_sweep(p)
+        table, info = load_sweep(p, relative_to)
         tables.append(table)
         infos.append(info)
     return Results(pd.concat(tables, ignore_index=True), infos)

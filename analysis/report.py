@@ -1,14 +1,15 @@
-"""`python -m analysis.report results/<sweep> [more...] [--out DIR]` -> report.md, a self-contained
-report.html (figures embedded), tables/*.csv and figures/*.png. Works on partial sweeps (it says
-what is missing) and on several sweeps at once. Definitions: docs/analysis.md."""
+"""`python -m analysis.report results/<sweep>|URI [more...] [--out DIR]` -> report.md, a
+self-contained report.html (figures embedded), tables/*.csv and figures/*.png. Works on partial
+sweeps (it says what is missing), on several sweeps at once, on local paths and on the URIs the
+sweeps' --storage takes. Definitions: docs/analysis.md."""
 
 import argparse
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from analysis import sections
-from analysis.collect import Results, ResultsError, load_results
+from analysis.collect import Results, ResultsError, is_remote, load_results, open_location
 from analysis.document import Heading, Text, html_page, markdown, write_tables
 from analysis.stats import TESTS
 
@@ -49,10 +50,10 @@ def figure_blocks(results: Results, figdir: Path) -> list:
 
 
 def write_report(paths, out: Path | None = None, test: str = "t") -> Path:
-    """Build the report of one or more results paths into `out` (default <first>/report)."""
-    results = load_results(paths)
-    first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
-    out = Path(out) if out else (first if first.is_dir() else first.parent) / "report"
+    """Build the report of one or more results paths or URIs into `out` (default_out)."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    out = Path(out) if out else default_out(str(paths[0]))
+    results = load_results(paths, relative_to=out)
     out.mkdir(parents=True, exist_ok=True)
     names = ", ".join(s.name for s in results.sweeps)
     blocks = [Heading(TITLE, 1), Text(f"Sweeps: {names}. Generated {time.strftime('%Y-%m-%d %H:%M')} "
@@ -64,11 +65,21 @@ def write_report(paths, out: Path | None = None, test: str = "t") -> Path:
     return out
 
 
+def default_out(first: str) -> Path:
+    """<sweep dir>/report for a local sweep (or parquet file: beside it); for a remote one
+    (s3://...) `<sweep>-report` in the working directory: the report is written locally."""
+    if is_remote(first):
+        return Path(f"{PurePosixPath(first.rstrip('/')).name}-report")
+    local = Path(open_location(first)[1])
+    return (local if local.is_dir() else local.parent) / "report"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__)
-    parser.add_argument("results", nargs="+", help="results/<sweep> directories or parquet paths")
-    parser.add_argument("--out", type=Path, default=None, help="report directory "
-                        "(default: <first results dir>/report)")
+    parser.add_argument("results", nargs="+", help="results/<sweep> directories, parquet paths, "
+                        "or URIs as the sweeps' --storage takes (s3://bucket/prefix/<sweep>)")
+    parser.add_argument("--out", type=Path, default=None, help="report directory (default: "
+                        "<first results dir>/report; <sweep>-report here for a URI)")
     parser.add_argument("--test", choices=TESTS, default="t", help="paired test of the ranking")
     args = parser.parse_args(argv)
     try:

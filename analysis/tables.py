@@ -195,8 +195,9 @@ def problem_list(not_ok: pd.DataFrame) -> pd.DataFrame:
 def sweep_summary(sweeps: list) -> pd.DataFrame:
     rows = []
     for s in sweeps:
-        rows.append({"sweep": s.name, "path": s.path, "rows": s.n_rows, "trials_found": s.n_trials,
-                     "trials_expected": s.n_trials_expected, "trials_missing": s.n_missing,
+        rows.append({"sweep": s.name, "location": s.path, "rows": s.n_rows,
+                     "trials_found": s.n_trials, "trials_expected": s.n_trials_expected,
+                     "trials_missing": s.n_missing,
                      **{f"rows_{k}": s.status_counts.get(k, 0) for k in ("ok", "diverged", "failed")}})
     return pd.DataFrame(rows)
 

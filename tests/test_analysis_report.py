@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from analysis.collect import ResultsError, load_results
-from analysis.report import main, write_report
+from analysis.report import default_out, main, write_report
 from sbfn_dist.experiment import run_trial
 from tests.browser import chromium
 
@@ -185,6 +185,38 @@ def test_tabular_ranking_orders_by_fold_mean_and_tests_pairs(report, iris):
 def test_cli_writes_the_report_to_the_out_dir(sweeps, tmp_path, capsys):
     assert main([str(sweeps[0]), "--out", str(tmp_path / "r"), "--test", "wilcoxon"]) == 0
     assert "Wilcoxon signed-rank" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_a_published_report_names_sweeps_by_name_and_relative_location(report, sweeps):
+    base = str(sweeps[0].parent)
+    summary = pd.read_csv(report / "tables" / "sweeps.csv")
+    assert list(summary["sweep"]) == ["reg", "img", "tab"]
+    assert list(summary["location"]) == ["..", "../../img", "../../tab"]   # from reg/report
+    written = [p for p in report.rglob("*") if p.suffix in (".md", ".html", ".csv")]
+    assert len(written) > 20
+    assert [p.name for p in written if base in p.read_text()] == []
+
+
+def test_the_report_reads_the_same_uris_as_the_sweeps_storage(sweeps, tmp_path):
+    local = write_report(str(sweeps[0]), out=tmp_path / "local")
+    assert main([sweeps[0].as_uri(), "--out", str(tmp_path / "uri")]) == 0
+    for csv in sorted((local / "tables").glob("*.csv")):
+        via_uri = tmp_path / "uri" / "tables" / csv.name
+        pd.testing.assert_frame_equal(pd.read_csv(csv), pd.read_csv(via_uri))
+    assert default_out("s3://bucket/runs/aq") == Path("aq-report")     # written locally
+    with pytest.raises(ResultsError, match="cannot open 'nosuch://x'"):
+        load_results("nosuch://x")
+
+
+def test_a_sweep_whose_parts_were_never_merged_is_read_from_parts(sweeps, tmp_path):
+    home = tmp_path / "unmerged"
+    (home / "parts").mkdir(parents=True)
+    for part in (sweeps[0] / "results.parquet").glob("*.parquet"):
+        (home / "parts" / part.name).write_bytes(part.read_bytes())
+    (home / "parts" / "half-written.parquet.1a2b.tmp").write_text("not parquet")
+    merged, unmerged = load_results(sweeps[0]), load_results(home.as_uri())
+    assert len(unmerged.table) == len(merged.table)
+    assert unmerged.sweeps[0].n_trials == merged.sweeps[0].n_trials == 16
 
 
 @pytest.mark.parametrize("case, message", [
