@@ -3,8 +3,9 @@
     python -m sbfn_dist.cli dataset=air_quality folds=10 n_members=10 epsilon=0.35 \\
         lambda2=0,3,5,7 competitors=svm_rbf,random_forest --out records.csv
 
-Each KEY=VALUE is a TrialConfig field (docs/results-table.md); values are read as JSON where
-possible ("0.35", "true", "null"), and a comma list becomes a list.
+Each KEY=VALUE is a TrialConfig field; `--list-fields` prints them all with their defaults and
+where they apply. Values are read as JSON where possible ("0.35", "true", "null"), and a comma
+list becomes a list.
 """
 
 import argparse
@@ -16,14 +17,18 @@ import pandas as pd
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.experiment import run_trial
+from sbfn_dist.fields import BY_NAME, Items
 from sbfn_dist.summary import comparison_table
 from sbfn_dist.tasks import TASKS
+from sbfn_dist.usage import HelpFormatter, add_list_fields
 
-LIST_FIELDS = ("combiners", "competitors", "lambda2")
+def is_list(key: str) -> bool:
+    """A setting whose value is a list (fields.py: Items), so `key=` is the empty list."""
+    return key in BY_NAME and isinstance(BY_NAME[key].check, Items)
 
 
 def parse_value(key: str, text: str):
-    if key in LIST_FIELDS or "," in text:
+    if is_list(key) or "," in text:
         return [parse_value("", part) for part in text.split(",") if part]
     try:
         return json.loads(text)
@@ -41,12 +46,19 @@ def parse_assignments(items: list[str]) -> dict:
     return config
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sbfn_dist.cli", description=__doc__,
+                                formatter_class=HelpFormatter)
+    p.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
+                   help="trial settings (every one and its default: --list-fields)")
+    p.add_argument("--out", help="write every record to this CSV file (default: print the "
+                   "comparison table only)")
+    add_list_fields(p)
+    return p
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
-    parser.add_argument("--out", help="write every record to this CSV file")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         config = parse_assignments(args.assignments)
         start = time.perf_counter()

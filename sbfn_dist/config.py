@@ -16,6 +16,7 @@ from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items
 from sbfn_dist.tasks import STACKED, TASKS, Task
+from sbfn_dist.usage import LIST_FIELDS_COMMAND, did_you_mean
 
 
 class TrialConfig:
@@ -102,7 +103,8 @@ def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
     unknown = sorted(set(config) - set(TRIAL_FIELDS))
     if unknown:
         raise ConfigError(unknown[0], config[unknown[0]],
-                          f"a known field; known fields: {', '.join(sorted(TRIAL_FIELDS))}")
+                          f"a known field{did_you_mean(unknown[0], TRIAL_FIELDS)}; the known "
+                          f"fields, their defaults and where they apply: {LIST_FIELDS_COMMAND}")
     values: dict = {}
     ctx = Ctx(values)
     for f in (f for f in FIELDS if f.trial):

@@ -1,6 +1,6 @@
 """The paper's appendix "Comparison of Basis Function Strategies", in one command.
 
-    python -m sweeps.appendix [--out DIR] [--runs 5] [--m 2 5 10 20 50]
+    python -m sweeps.appendix [--out DIR] [--runs 5] [--members 2 5 10 20 50]
 
 M in {2, 5, 10, 20, 50} x {GBF, RBF-KMeans} x 5 runs of s-BFN least squares on "sincos"
 (sbfn_dist.appendix); the records go to DIR/results.parquet, the units' centres of run 0 to
@@ -17,23 +17,28 @@ import pandas as pd
 
 from analysis.appendix import write_appendix
 from sbfn_dist.appendix import M_VALUES, RUNS, SWEEP, centres, run_trials
+from sbfn_dist.usage import HelpFormatter, ListOf, bounded
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m sweeps.appendix", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results") / SWEEP)
-    parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--m", type=int, nargs="+", default=list(M_VALUES))
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("results") / SWEEP,
+                        help="directory of the records and the report")
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs per (M, basis)")
+    # --m: the spelling before every sweep's M values became --members
+    parser.add_argument("--members", "--m", action=ListOf, item=bounded(int, 1, 1000, "M values"),
+                        help=f"M values (default: {' '.join(map(str, M_VALUES))})")
     args = parser.parse_args(argv)
+    members = args.members or list(M_VALUES)
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    run_trials(args.m, args.runs).to_parquet(args.out / "results.parquet")
-    found = [centres(m) for m in args.m]
+    run_trials(members, args.runs).to_parquet(args.out / "results.parquet")
+    found = [centres(m) for m in members]
     pd.concat([c for c, _ in found]).to_parquet(args.out / "centres.parquet")
     found[0][1].to_parquet(args.out / "points.parquet")
     report = write_appendix(args.out)
-    print(f"appendix: {args.runs} runs x M in {args.m} in {time.perf_counter() - start:.0f} s; "
+    print(f"appendix: {args.runs} runs x M in {members} in {time.perf_counter() - start:.0f} s; "
           f"report in {report}")
 
 

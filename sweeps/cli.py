@@ -11,42 +11,25 @@ import sys
 
 from sbfn_dist.cli import parse_assignments
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.usage import HelpFormatter, add_list_fields
 from sweeps.packing import PACK_MODES
 from sweeps.runner import SweepOptions, run_sweep
 from sweeps.spaces import smoke
 
 
-def number_list(kind, lo, hi, what):
-    """An argparse type for "0,0.1,0.35" (or space-separated values) within [lo, hi]."""
-    def parse(text: str):
-        try:
-            values = [kind(v) for v in text.replace(",", " ").split()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a list of {what} "
-                                             f"(e.g. {lo},{hi})") from None
-        bad = [v for v in values if not lo <= v <= hi]
-        if bad or not values:
-            raise argparse.ArgumentTypeError(f"{what} must lie in [{lo}, {hi}]; got {text}")
-        return values
-    return parse
-
-
-def flatten(lists):
-    return [v for part in lists for v in part] if lists else None
-
-
-def common_parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
     g = p.add_argument_group("where and how to run")
     g.add_argument("--address", help="a running Ray cluster (HOST:PORT, ray://..., auto); "
                    "default: start Ray on this machine, on 127.0.0.1")
     g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
-    g.add_argument("--cpus-per-trial", type=float, default=1)
+    g.add_argument("--cpus-per-trial", type=float, default=1, help="CPUs of one trial; torch "
+                   "threads follow it")
     g.add_argument("--num-gpus", type=float, default=0, help="GPUs to use (0: CPU only)")
     g.add_argument("--gpus-per-trial", type=float, default=None,
                    help="fraction of a GPU per trial (default 0.25 with GPUs: 4 trials share one)")
-    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
+    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once "
+                   "(default: as many as the CPUs and GPUs fit)")
     g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
     g.add_argument("--pack", choices=PACK_MODES, default="auto",
                    help="auto: tabular configurations that can share a member stack train "
@@ -61,14 +44,18 @@ def common_parser(description: str) -> argparse.ArgumentParser:
     g.add_argument("--dry-run", action="store_true", help="list the trials and resources; run nothing")
     g.add_argument("--smoke", action="store_true", help="a tiny version of the same sweep")
     g.add_argument("--data-dir", help="local data directory (default: SBFN_DATA_DIR, then cache/download)")
-    g.add_argument("--search", choices=("grid", "optuna"), default="grid")
+    g.add_argument("--search", choices=("grid", "optuna"), default="grid",
+                   help="every point of the grid, or Optuna's TPE over its axes")
     g.add_argument("--num-samples", type=int, default=20, help="Optuna trials (--search optuna)")
-    g.add_argument("--search-seed", type=int, default=0)
+    g.add_argument("--search-seed", type=int, default=0, help="seed of Optuna's sampler")
     g.add_argument("--objective", default="", help="model that search and 'best so far' use "
                    "(default: sbfn_ls for regression, sbfn for classification)")
-    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="set a trial config field for every trial it applies to (e.g. --set "
-                   "epochs=3); one that applies to no trial is refused")
+    # Not a ListOf: a setting's own list value holds commas (--set lambda2=0,3,5).
+    g.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="trial settings for every trial they apply to (e.g. --set epochs=3 "
+                   "n_train=5000); one that applies to no trial is refused. Every setting, its "
+                   "default and where it applies: --list-fields")
+    add_list_fields(p)
     return p
 
 

@@ -10,17 +10,22 @@ probability averaging are all evaluated on it. Common options (Ray, storage, MLf
 """
 
 from sbfn_dist.fields import defaults
-from sweeps.cli import common_parser, flatten, number_list, options, run
+from sbfn_dist.usage import ListOf, bounded
+from sweeps.cli import common_parser, options, run
 from sweeps.spaces import IMAGE_ENSEMBLES, image_sweep
 
 
 def parser_for(dataset: str):
-    p = common_parser(__doc__.replace("sweeps.cifar10", f"sweeps.{dataset}", 1))
+    p = common_parser(f"python -m sweeps.{dataset}",
+                      __doc__.replace("sweeps.cifar10", f"sweeps.{dataset}", 1))
     g = p.add_argument_group("the grid")
-    g.add_argument("--epsilons", nargs="+", type=number_list(float, 0.0, 1.0, "ε values"))
-    g.add_argument("--members", nargs="+", type=number_list(int, 1, 100, "M values"))
-    g.add_argument("--ensembles", nargs="+", help=f"from {', '.join(IMAGE_ENSEMBLES)} "
-                   "or an architecture (simple_cnn, resnet_tiny1, resnet_tiny2)")
+    g.add_argument("--epsilons", action=ListOf, item=bounded(float, 0.0, 1.0, "ε values"),
+                   help="ε values (default: the grid's)")
+    g.add_argument("--members", action=ListOf, item=bounded(int, 1, 100, "M values"),
+                   help="M values (default: the grid's)")
+    g.add_argument("--ensembles", action=ListOf, help=f"from {', '.join(IMAGE_ENSEMBLES)} "
+                   "or an architecture (simple_cnn, resnet_tiny1, resnet_tiny2) "
+                   "(default: the grid's)")
     g.add_argument("--splits", type=int, help="repeated holdout splits (default: "
                    f"{defaults('classification', 'image')['folds']})")
     return p
@@ -29,9 +34,8 @@ def parser_for(dataset: str):
 def build_for(dataset: str):
     def build(argv):
         args = parser_for(dataset).parse_args(argv)
-        ensembles = [e for part in args.ensembles or [] for e in part.split(",") if e] or None
-        spec = image_sweep(dataset, splits=args.splits, members=flatten(args.members),
-                           epsilons=flatten(args.epsilons), ensembles=ensembles)
+        spec = image_sweep(dataset, splits=args.splits, members=args.members,
+                           epsilons=args.epsilons, ensembles=args.ensembles)
         return spec, args, options(args, dataset, spec.objective)
     return build
 

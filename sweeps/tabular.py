@@ -4,9 +4,11 @@
 import functools
 
 from sbfn_dist.data import catalog
+from sbfn_dist.errors import SbfnError
 from sbfn_dist.fields import defaults
 from sbfn_dist.tasks import TASKS
-from sweeps.cli import common_parser, flatten, number_list, options, run
+from sbfn_dist.usage import ListOf, bounded
+from sweeps.cli import common_parser, options, run
 from sweeps.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
 
 # What the command runs when --dataset / --grid are left out.
@@ -14,7 +16,7 @@ DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer
 
 
 def parser(task: str, doc: str):
-    p = common_parser(doc)
+    p = common_parser(f"python -m sweeps.{task}", doc)
     g = p.add_argument_group("the grid")
     g.add_argument("--dataset", default=DEFAULT_DATASET[task],
                    help=" | ".join((*catalog.names("tabular", task), "csv:PATH")))
@@ -24,26 +26,38 @@ def parser(task: str, doc: str):
     g.add_argument("--folds", type=int, help="k of the k-fold CV, stratified for classes "
                    f"(default: {defaults(task, 'tabular')['folds']}; {fixed})")
     g.add_argument("--seeds", type=int, default=1, help="repetitions with seeds 0..N-1")
-    g.add_argument("--members", nargs="+", type=number_list(int, 1, 1000, "M values"))
-    g.add_argument("--epsilons", nargs="+", type=number_list(float, 0.0, 1.0, "ε values"))
+    g.add_argument("--members", action=ListOf, item=bounded(int, 1, 1000, "M values"),
+                   help="M values (default: the grid's)")
+    g.add_argument("--epsilons", action=ListOf, item=bounded(float, 0.0, 1.0, "ε values"),
+                   help="ε values (default: the grid's)")
     for name in RIDE_ALONG[task]:
-        g.add_argument(f"--{name}", nargs="+", type=number_list(float, 0.0, 1e6, f"{name} values"),
-                       help="values every trial evaluates on its members")
-    g.add_argument("--competitors", help="comma list, or 'none' (default: the grid's; the "
-                   f"paper's {','.join(TASKS[task].competitors)}, none for heterogeneous)")
+        g.add_argument(f"--{name}", action=ListOf, item=bounded(float, 0.0, 1e6, f"{name} values"),
+                       help="values every trial evaluates on its members (default: the grid's)")
+    g.add_argument("--competitors", action=ListOf, help="models run on the same folds, by "
+                   "name or import path (--list-fields: competitors), or none (default: the "
+                   f"grid's; the paper's {' '.join(TASKS[task].competitors)}, none for "
+                   "heterogeneous)")
     return p
+
+
+def competitor_list(given: list[str] | None) -> list[str] | None:
+    """--competitors: None (the grid's), [] for 'none', else the names as given."""
+    if given is None or "none" not in given:
+        return given
+    if len(given) > 1:
+        raise SbfnError(f"--competitors {' '.join(given)}: 'none' runs no competitor, so it "
+                        "stands alone; drop it or the names")
+    return []
 
 
 def command(task: str, doc: str):
     """(build, main) of the task's sweep command: build(argv) -> (spec, args, options)."""
     def build(argv):
         args = parser(task, doc).parse_args(argv)
-        competitors = (None if args.competitors is None else
-                       [] if args.competitors == "none" else args.competitors.split(","))
-        settings = {name: flatten(getattr(args, name)) for name in RIDE_ALONG[task]}
+        settings = {name: getattr(args, name) for name in RIDE_ALONG[task]}
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
-                             members=flatten(args.members), epsilons=flatten(args.epsilons),
-                             competitors=competitors, **settings)
+                             members=args.members, epsilons=args.epsilons,
+                             competitors=competitor_list(args.competitors), **settings)
         dataset = args.dataset.rsplit("/", 1)[-1].removeprefix("csv:").removesuffix(".csv")
         return spec, args, options(args, f"{dataset}-{args.grid}", spec.objective)
     return build, functools.partial(run, build)

@@ -1,12 +1,24 @@
 """Sweep commands refuse bad input with one clear line (exit 2), before any trial runs."""
 
+import argparse
+import ast
 import os
+import pathlib
+import re
+import runpy
 import socket
+import sys
+import warnings
+from unittest import mock
 
 import pytest
 
 from sweeps.classification import main as classification
 from sweeps.images import main_for
+from sbfn_dist.cli import main as cli_main
+from sbfn_dist.fields import TRIAL_FIELDS, defaults
+from sbfn_dist.usage import ListOf
+from sweeps.regression import build
 from sweeps.regression import main as regression
 
 SMOKE = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow"]
@@ -34,7 +46,7 @@ def test_a_bad_epsilon_list_is_an_argument_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         regression(SMOKE + ["--epsilons", "0,abc"])
     assert exit_.value.code == 2
-    assert "not a list of ε values" in capsys.readouterr().err
+    assert "'abc' is not one of the ε values" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         regression(SMOKE + ["--epsilons", "0.2", "1.5"])
     assert "must lie in [0.0, 1.0]" in capsys.readouterr().err
@@ -143,3 +155,169 @@ def test_classification_dry_run_lists_the_reference_competitors_and_ensembles(ca
     with pytest.raises(SystemExit):    # λ2 is a regression combiner's: not an option here
         classification(["--dataset", "iris", "--grid", "demo", "--lambda2", "3"])
     assert "unrecognized arguments: --lambda2" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ help, fields, list flags
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OURS = ("sbfn_dist", "sweeps")                  # analysis.report's options count as flags only
+
+
+class Parsed(Exception):
+    """Carries the parser a command built, stopping it before it parses (nothing runs)."""
+
+
+def commands(*packages: str) -> list[str]:
+    """Every `python -m` command of these packages: modules with a __main__ block."""
+    found = []
+    for package in packages:
+        for path in (ROOT / package).rglob("*.py"):
+            if 'if __name__ == "__main__":' in path.read_text():
+                found.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return sorted(found)
+
+
+def parser_of(module: str) -> argparse.ArgumentParser:
+    def stop(parser, *args, **kwargs):
+        raise Parsed(parser)
+    with mock.patch.object(argparse.ArgumentParser, "parse_known_args", stop), \
+            mock.patch.object(sys, "argv", [module]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # runpy: "found in sys.modules"
+        try:
+            runpy.run_module(module, run_name="__main__")
+        except Parsed as parsed:
+            return parsed.args[0]
+    raise AssertionError(f"python -m {module} parses no arguments")
+
+
+def options_of(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """Every option of the parser and of its sub-commands."""
+    found = []
+    for action in parser._actions:
+        found.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            found += [a for sub in action.choices.values() for a in options_of(sub)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def parsers() -> dict[str, argparse.ArgumentParser]:
+    return {m: parser_of(m) for m in commands(*OURS, "analysis")}
+
+
+def test_every_command_is_found_and_builds_its_parser(parsers):
+    assert {"sbfn_dist.cli", "sweeps.regression", "sweeps.cifar10",
+            "sweeps.tools.mlflow_server"} <= set(parsers)
+
+
+def test_help_shows_every_default(parsers):
+    """An option with a default says it; one without says what happens instead."""
+    silent = {}
+    for module in commands(*OURS):
+        formatter = parsers[module]._get_formatter()
+        for action in options_of(parsers[module]):
+            quiet = (not action.option_strings or action.required or action.nargs == 0)
+            if not quiet and "default" not in formatter._expand_help(action):
+                silent.setdefault(module, []).append(action.option_strings[0])
+    assert not silent, f"options whose --help hides the default: {silent}"
+
+
+def test_list_flags_have_one_spelling(parsers):
+    """Space-separated values (nargs='+'), parsed by one action; --set keeps commas for a
+    setting's own list (lambda2=0,3)."""
+    other = {(m, a.option_strings[0]) for m in commands(*OURS) for a in options_of(parsers[m])
+             if a.option_strings and a.nargs in ("+", "*") and not isinstance(a, ListOf)}
+    assert other == {(m, "--set") for m in commands("sweeps")
+                     if "--set" in parsers[m]._option_string_actions}
+
+
+def flag_mentions(path: pathlib.Path):
+    """(flag, the source of the innermost statement holding it) for each --flag in a string
+    literal of the file."""
+    text = path.read_text()
+    statement_of = {}
+    for statement in ast.walk(ast.parse(text)):     # outer statements first: inner ones overwrite
+        if isinstance(statement, ast.stmt):
+            statement_of.update((node, statement) for node in ast.walk(statement))
+    for node, statement in statement_of.items():
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", node.value):
+                yield flag, ast.get_source_segment(text, statement) or ""
+
+
+# Flags of other programs that the code passes or quotes, and the program, which the same
+# statement names.
+FOREIGN = {"--head": "ray", "--short": "git", "--backend-store-uri": "mlflow", "--host": "mlflow",
+           "--port": "mlflow", "--default-artifact-root": "mlflow", "--version": "argparse"}
+
+
+def test_every_flag_a_message_names_exists(parsers):
+    """Error messages and docs strings in sbfn_dist/ and sweeps/ name only real options
+    (the CSV error once said --target, which no sweep has)."""
+    real = {s for p in parsers.values() for a in options_of(p) for s in a.option_strings}
+    unknown = {}
+    for package in OURS:
+        for path in (ROOT / package).rglob("*.py"):
+            for flag, source in flag_mentions(path):
+                if flag not in real and FOREIGN.get(flag, "\0") not in source:
+                    unknown.setdefault(flag, set()).add(str(path.relative_to(ROOT)))
+    assert not unknown, f"flags that no command has: {unknown}"
+
+
+def test_list_fields_prints_every_setting_with_its_defaults_and_exits_0(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        regression(["--list-fields"])
+    assert exit_.value.code == 0
+    listing = capsys.readouterr().out
+    names = re.findall(r"^(\w+) = ", listing, flags=re.M)
+    assert names == list(TRIAL_FIELDS)
+    epochs = re.search(r"^epochs = (.*)$", listing, flags=re.M).group(1)
+    for modality, task, value in [("tabular", "regression", 10), ("image", "classification", 2)]:
+        assert defaults(task, modality)["epochs"] == value
+        assert f"{modality} {task}: {value}" in epochs
+    assert "lambda2 = 0.0\n    applies to: the s-BFN regression combiners" in listing
+
+
+def test_the_library_command_lists_the_same_fields(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["--list-fields"])
+    assert exit_.value.code == 0 and "\nn_members = 5\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("typo, meant", [("epohcs", "epochs"), ("lamda2", "lambda2"),
+                                         ("n_member", "n_members")])
+def test_a_misspelt_setting_gets_did_you_mean(capsys, tmp_path, typo, meant):
+    err = error_of(capsys, regression(SMOKE + ["--set", f"{typo}=3", "--dry-run",
+                                               "--storage", str(tmp_path)]))
+    assert f"did you mean '{meant}'" in err and "--list-fields" in err
+    assert f"did you mean '{meant}'" in error_of(capsys, cli_main([f"{typo}=3"]))
+
+
+def test_a_setting_with_no_near_name_lists_where_the_fields_are(capsys):
+    err = error_of(capsys, cli_main(["colour=red"]))
+    assert "did you mean" not in err and "python -m sbfn_dist.cli --list-fields" in err
+
+
+def trials_of(*argv: str) -> list:
+    spec, _, _ = build(["--dataset", "diabetes", "--grid", "demo", *argv])
+    return spec.trials()
+
+
+def test_every_list_flag_takes_space_separated_values_and_commas_still_work():
+    spaced = trials_of("--epsilons", "0", "0.5", "--competitors", "svm_rbf", "random_forest")
+    assert len(spaced) == 3 * 2 + 2 + 2       # M x ε, the two references, two competitors
+    assert trials_of("--epsilons", "0,0.5", "--competitors", "svm_rbf,random_forest") == spaced
+    assert trials_of("--epsilons", "0", "--epsilons", "0.5", "--competitors", "svm_rbf",
+                     "--competitors", "random_forest") == spaced
+    assert not [t for t in trials_of("--competitors", "none") if t.get("competitors")]
+
+
+def test_competitors_none_stands_alone(capsys):
+    err = error_of(capsys, regression(["--dataset", "diabetes", "--grid", "demo", "--dry-run",
+                                       "--competitors", "none", "svm_rbf"]))
+    assert "'none' runs no competitor" in err
+
+
+def test_set_takes_several_settings_after_one_flag():
+    _, _, once = build(SMOKE + ["--set", "epochs=3", "lambda2=0,3"])
+    _, _, twice = build(SMOKE + ["--set", "epochs=3", "--set", "lambda2=0,3"])
+    assert once.overrides == twice.overrides == {"epochs": 3, "lambda2": [0, 3]}

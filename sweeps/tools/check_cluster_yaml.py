@@ -21,6 +21,7 @@ import sys
 import yaml
 
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.usage import HelpFormatter
 
 # Values in the shipped examples that a user must replace, and what with.
 PLACEHOLDERS = {
@@ -150,7 +151,9 @@ def check(path: str | pathlib.Path) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml",
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("paths", nargs="+", help="cluster YAML files, e.g. cluster.yaml")
     parser.add_argument("--strict", action="store_true", help="fail while placeholders are left")
     args = parser.parse_args(argv)

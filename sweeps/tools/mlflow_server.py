@@ -26,6 +26,8 @@ import sys
 import time
 import urllib.request
 
+from sbfn_dist.usage import HelpFormatter
+
 HOST = "127.0.0.1"
 PID_FILE = "server.pid"
 LOG_FILE = "server.log"
@@ -99,12 +101,15 @@ def stop(store_dir) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.mlflow_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.mlflow_server",
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--store-dir", required=True, help="local dir for mlflow.db, server.log, server.pid")
-    parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared dir)")
-    parser.add_argument("--port", type=int, default=5000)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared "
+                        "dir); start needs it, there is no default")
+    parser.add_argument("--port", type=int, default=5000, help=f"port on {HOST}")
+    parser.add_argument("--workers", type=int, default=2, help="the server's web workers")
     args = parser.parse_args(argv)
     if args.action == "stop":
         print("stopped" if stop(args.store_dir) else "no server was running from this store dir")
