@@ -132,7 +132,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
         from sweeps.study import check_study
-        check_study(store, opts.name, opts.resume)
+        spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     _preflight_data(configs[0], opts)
     where = _connect(opts)

@@ -6,8 +6,8 @@
 sqlite needs a local file with working locks, so with remote storage the study stays on the
 driver's machine ($SBFN_CACHE_DIR or ~/.cache/sbfn_dist) and a copy goes to
 <storage>/<name>/optuna.db when the sweep ends. The study is named after the sweep; open it with
-`optuna.load_study(study_name=NAME, storage=URL)` or `optuna-dashboard URL` (docs/sweeps.md). Imports Ray and Optuna: the runner imports it only
-for `--search optuna`.
+`optuna.load_study(study_name=NAME, storage=URL)` or `optuna-dashboard URL` (docs/sweeps.md).
+It imports Ray and Optuna: the runner imports it only for `--search optuna`.
 """
 
 from pathlib import Path
@@ -40,17 +40,21 @@ def study_url(store: ResultStore) -> str:
     return f"sqlite:///{study_file(store)}"
 
 
-def check_study(store: ResultStore, name: str, resume: bool) -> None:
-    """Before Ray starts: a new sweep must not inherit an old study, a resumed one needs its own."""
-    path = study_file(store)
+def check_study(store: ResultStore, name: str, resume: bool) -> str:
+    """Before Ray starts: a new sweep must not inherit an old study, a resumed one needs its own.
+    Returns where the study is, for sweep.json (whose "study" also tells a sweep that kept its
+    study in a file from an older one, whose searcher Tune restores in memory)."""
+    path, old = study_file(store), store.read_spec() or {}
     if path.exists() and not resume:
         raise SbfnError(f"an Optuna study of an earlier sweep '{name}' is in {path}; delete that "
                         "file, or pass --name for a new sweep")
-    if resume and not path.exists() and store.has("tune"):
-        where = "" if is_local(store) else (f" (kept on the machine that ran the sweep; a "
-                                            f"finished sweep left a copy at {store.uri}/{STUDY_FILE})")
+    if resume and not path.exists() and "study" in old and store.has("tune"):
+        where = "" if is_local(store) else (
+            f" (kept on the machine that ran the sweep; a finished sweep left a copy at "
+            f"{store.uri}/{STUDY_FILE})")
         raise SbfnError(f"--resume: the sweep's Optuna study {path} is missing{where}. Put it "
                         "back there, or pass --name for a new sweep")
+    return str(path)
 
 
 def where_note(store: ResultStore) -> str:
@@ -96,7 +100,7 @@ def settle(study, asked: dict, completed: set) -> None:
 
 
 class SweepOptunaSearch(OptunaSearch):
-    """Ray's OptunaSearch on the sweep's study, settled with the study file when Tune restores it."""
+    """Ray's OptunaSearch on the sweep's study, settled with the study file on Tune's restore."""
 
     def restore(self, checkpoint_path: str):
         super().restore(checkpoint_path)

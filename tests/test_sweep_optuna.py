@@ -34,6 +34,7 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
         ray.shutdown()
     study = optuna.load_study(study_name="tiny", storage=outcome.study)
     assert outcome.study == f"sqlite:///{tmp_path}/tiny/optuna.db"
+    assert ResultStore(outcome.root).read_spec()["study"] == f"{tmp_path}/tiny/optuna.db"
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(study.trials) == len(done) == 3
     told = sorted((t.params["n_members"], t.params["epsilon"], t.value) for t in done)
@@ -50,8 +51,10 @@ def search_command(storage, *extra) -> list[str]:
 
 
 def wait_for_a_told_trial(root, timeout: float = 300) -> None:
+    """Polls the study only once a trial wrote a part: the study exists by then (opening the file
+    earlier would race the driver creating its tables)."""
     deadline = time.monotonic() + timeout
-    while not (root / "optuna.db").exists() or not any(
+    while not list(root.glob("parts/*.parquet")) or not any(
             t.state.is_finished() for t in trials_of(root, "study")):
         assert time.monotonic() < deadline, f"no trial told to the study after {timeout} s"
         time.sleep(0.5)
@@ -118,5 +121,8 @@ def test_a_study_file_is_never_inherited_and_never_silently_recreated(tmp_path):
         check_study(store, "s", resume=False)
     study_file(store).unlink()
     (tmp_path / "s" / "tune").mkdir()                   # Tune has state: the study is needed
+    store.write_spec({"name": "s", "study": str(study_file(store))})
     with pytest.raises(SbfnError, match="study .* is missing. Put it back"):
         check_study(store, "s", resume=True)
+    store.write_spec({"name": "s"})     # a sweep from before studies were files: Tune holds it
+    assert check_study(store, "s", resume=True) == str(study_file(store))
