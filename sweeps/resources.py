@@ -65,22 +65,44 @@ def node_resources() -> list[dict]:
 
 
 def check_trial_fits(cpus: float, gpus: float, wait_s: float = 0.0) -> None:
-    """Refuse requests no node can meet. With wait_s > 0 (an autoscaling cluster), ask the
-    autoscaler for one trial's bundle and wait that long for a node to appear."""
+    """Refuse requests no node can meet. With wait_s > 0 (a cluster, which may autoscale from
+    zero workers: cluster.yaml's head has no CPU), ask the autoscaler for a node first."""
+    nodes = node_resources()
+    if _fits(nodes, cpus, gpus):
+        return
+    if wait_s <= 0:
+        raise ResourceError(_explain(nodes, cpus, gpus))
+    _wait_for_a_node(cpus, gpus, wait_s)
+
+
+def _fits(nodes: list[dict], cpus: float, gpus: float) -> bool:
+    return any(n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus for n in nodes)
+
+
+def _wait_for_a_node(cpus: float, gpus: float, wait_s: float) -> None:
+    """Request one trial's bundle from the autoscaler and wait up to wait_s for a node that fits.
+
+    The request is withdrawn as soon as the wait ends: Ray keeps a request_resources() until it
+    is overridden, so a standing one would hold a worker up forever after the sweep (the
+    autoscaler never scales below it). Once a node is there, the sweep's own pending trials are
+    the demand that adds and keeps nodes."""
+    from ray.autoscaler.sdk import request_resources
+    bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
+    print(f"no node fits a trial ({cpus:g} CPU, {gpus:g} GPU) yet: waiting up to {wait_s:g} s "
+          "for the cluster's autoscaler to add one", flush=True)
+    request_resources(bundles=[bundle])
     deadline = time.monotonic() + wait_s
-    requested = False
-    while True:
-        nodes = node_resources()
-        fits = [n for n in nodes if n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus]
-        if fits:
-            return
-        if time.monotonic() >= deadline:
-            raise ResourceError(_explain(nodes, cpus, gpus))
-        if not requested:
-            from ray.autoscaler.sdk import request_resources
-            request_resources(bundles=[{"CPU": cpus, **({"GPU": gpus} if gpus else {})}])
-            requested = True
-        time.sleep(5)
+    try:
+        while True:
+            time.sleep(min(2.0, wait_s))
+            nodes = node_resources()
+            if _fits(nodes, cpus, gpus):
+                return
+            if time.monotonic() >= deadline:
+                raise ResourceError(_explain(nodes, cpus, gpus) + f" (waited {wait_s:g} s for "
+                                    "the autoscaler)")
+    finally:
+        request_resources(bundles=[])
 
 
 def _explain(nodes: list[dict], cpus: float, gpus: float) -> str:

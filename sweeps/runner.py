@@ -47,7 +47,8 @@ class SweepOptions:
     objective: str = ""                 # model whose score search and "best" use
     max_failures: int = 2
     pack: str = "auto"                  # sweeps.packing: configurations training together
-    gpu_wait_s: float | None = None     # None: 0 locally, 600 s on a cluster (autoscaling)
+    node_wait_s: float | None = None    # for a node that fits a trial; None: 0 locally, 600 s
+                                        # on a cluster (its autoscaler may start from no worker)
     dry_run: bool = False
     command: str = ""
     overrides: dict = field(default_factory=dict)
@@ -198,8 +199,8 @@ def _preflight_data(config: dict, opts: SweepOptions) -> None:
 def _connect(opts: SweepOptions) -> str:
     from sweeps.resources import check_trial_fits, connect
     where = connect(opts.address, opts.num_cpus, opts.num_gpus)
-    wait = opts.gpu_wait_s if opts.gpu_wait_s is not None else (600 if opts.address else 0)
-    check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait if opts.gpus_per_trial else 0)
+    wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
+    check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
     return where
 
 

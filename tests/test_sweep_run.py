@@ -101,6 +101,19 @@ def test_asking_for_gpus_the_cluster_lacks_fails_at_once(tmp_path):
         run_sweep(spec, opts)
 
 
+def test_on_a_cluster_a_trial_no_node_fits_yet_waits_for_the_autoscaler(tmp_path, capsys):
+    """cluster.yaml's head has no CPU and its workers start at zero: a CPU-only sweep must wait
+    for a worker too (tests/test_cluster_autoscaler.py gets one); this Ray never adds any."""
+    from sweeps.regression import build
+    from sweeps.runner import run_sweep
+    spec, _, opts = build(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
+                           "--storage", str(tmp_path), "--address", "auto", "--cpus-per-trial", "4"])
+    opts.node_wait_s = 3
+    with pytest.raises(ResourceError, match=r"needing 4 CPU .* \(waited 3 s for the autoscaler\)"):
+        run_sweep(spec, opts)
+    assert "waiting up to 3 s for the cluster's autoscaler" in capsys.readouterr().out
+
+
 def test_a_second_sweep_of_the_same_name_needs_resume(tmp_path):
     from sbfn_dist.errors import SbfnError
     run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
