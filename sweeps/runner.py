@@ -91,13 +91,19 @@ def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
     return absolute_paths({**spec.base, **opts.overrides})
 
 
-def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
-    """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
+def planned_trials(spec: SweepSpec, opts: SweepOptions) -> tuple[list[dict], list[dict]]:
+    """(overrides, full configs) of every trial, in the grid's order."""
     base, trials = shared(spec, opts), spec.trials()
     configs = [trial_config(t, base, opts.name) for t in trials]
     if spec.per_fold:      # one trial per fold, known only once --set (e.g. split) applied
         trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in folds_of(c)]
         configs = [trial_config(t, base, opts.name) for t in trials]
+    return trials, configs
+
+
+def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
+    """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
+    trials, configs = planned_trials(spec, opts)
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):
@@ -320,7 +326,7 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: li
                   max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
                   trial_dirname_creator=_trial_name)
     if opts.search == "grid":
-        overrides = spec.trials()
+        overrides, _ = planned_trials(spec, opts)
         space = [{"pack": [overrides[i] for i in pack]} for pack in trial_packs_]
         return tune.TuneConfig(**common), {"trial": tune.grid_search(space)}
     from ray.tune.schedulers import ASHAScheduler

@@ -20,7 +20,10 @@ from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.plugins import fit_plugins
-from sweeps.spaces import HETEROGENEOUS_PLUGINS, regression_sweep
+from sweeps import regression
+from sweeps.runner import run_sweep
+from sweeps.spaces import HETEROGENEOUS_PLUGINS, regression_sweep, smoke
+from tests.sweep_helpers import assert_each_fold_once, results
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +203,16 @@ def test_the_heterogeneous_grid_runs_one_trial_per_fold_of_the_split():
     assert [folds_of(c) for c in configs] == [[0], [1], [2], [3]]
     assert len({c["trial_id"] for c in configs}) == 4
     assert all(c["plugin_members"] == HETEROGENEOUS_PLUGINS for c in configs)
+
+
+def test_a_heterogeneous_sweep_runs_each_fold_as_a_trial_through_ray(tmp_path):
+    spec, _, opts = regression.build(["--dataset", "diabetes", "--grid", "heterogeneous",
+                                      "--storage", str(tmp_path), "--name", "het", "--no-mlflow",
+                                      "--num-cpus", "2", "--set", "plugin_members=ridge,knn"])
+    outcome = run_sweep(smoke(spec), opts)
+    table = results(tmp_path / "het")
+    assert len(outcome.trials) == 3
+    assert sorted(table["fold"].unique()) == [0, 1, 2]
+    assert {"sbfn_rbf", "stack_ridge", "ridge", "knn"} <= set(table["model"])
+    for _, sub in table.groupby("trial_id"):
+        assert_each_fold_once(sub, set(sub["trial_id"]), [sub["fold"].iloc[0]])
