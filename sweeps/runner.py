@@ -22,6 +22,7 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.fields import field as config_field
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.summary import comparison_table
+from sweeps.environment import ray_environment
 from sweeps.packing import PACK_MODES, packs
 from sweeps.spaces import SweepSpec
 from sweeps.store import ResultStore
@@ -83,6 +84,7 @@ class SweepOutcome:
     max_running: int = 0
     study: str | None = None            # --search optuna: the study's URL
     study_copy: str | None = None       # and its copy beside remote results
+    result_grid: object = None          # Ray Tune's ResultGrid of the run
 
 
 def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
@@ -135,7 +137,17 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     if opts.dry_run:
         print_plan(spec, opts, configs, out)
         return None
-    store = ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
+    with ray_environment():     # Ray's settings while the sweep runs (sweeps/environment.py)
+        return _run(spec, opts, configs, out)
+
+
+def result_store(opts: SweepOptions) -> ResultStore:
+    """The sweep's results directory, <storage>/<name>."""
+    return ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
+
+
+def _run(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> SweepOutcome:
+    store = result_store(opts)
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
         from sweeps.study import check_study
@@ -147,12 +159,13 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
     print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
           f"results -> {store.root}" + _small_space_note(spec, opts) + _study_note(opts, store),
-          file=out)
+          file=out, flush=True)     # a notebook or a log file shows it before the first trial
     start = time.monotonic()
-    tracking_uri, trials, progress = _fit(spec, opts, store, configs, trial_packs(opts, configs))
+    tracking_uri, grid, progress = _fit(spec, opts, store, configs, trial_packs(opts, configs))
     table = store.consolidate()
-    outcome = SweepOutcome(store.root, table, tracking_uri, trials, time.monotonic() - start,
-                           progress.max_running, *_finish_study(opts, store))
+    outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
+                           time.monotonic() - start, progress.max_running,
+                           *_finish_study(opts, store), result_grid=grid)
     print_summary(outcome, spec, opts, out)
     return outcome
 
@@ -215,8 +228,10 @@ def trial_slots(opts: SweepOptions) -> int:
     this machine before it starts) over the CPUs per trial."""
     if opts.max_concurrent:
         return opts.max_concurrent
-    import ray
-    cpus = (ray.cluster_resources().get("CPU", 1) if ray.is_initialized()
+    # A Ray never imported is not initialised; importing it here (a dry run) would fix where a
+    # later local Ray binds before the sweep sets its environment (sweeps/environment.py).
+    ray = sys.modules.get("ray")
+    cpus = (ray.cluster_resources().get("CPU", 1) if ray and ray.is_initialized()
             else opts.num_cpus or os.cpu_count() or 1)
     return max(1, int(cpus // opts.cpus_per_trial))
 
@@ -248,7 +263,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
               flush=True)
         results = tune.Tuner.restore(_tune_dir(store), trainable=trainable,
                                      resume_errored=True).fit()
-    return tracking_uri, [r.metrics for r in results], progress
+    return tracking_uri, results, progress
 
 
 def _lost_to_a_dead_node(results) -> bool:
@@ -314,7 +329,9 @@ def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
         # Keep every (tiny) checkpoint: after a killed driver, Tune's last saved experiment
         # state may point at a checkpoint that num_to_keep would already have deleted.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
-        callbacks=callbacks, verbose=0)
+        # verbose=0 never calls a reporter, but in a notebook Tune would make its Jupyter one,
+        # which clears the cell's output as it starts (the plan and first lines vanished).
+        progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=0)
     tune_config, space = _search(spec, opts, store, configs, trial_packs_)
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 

@@ -16,8 +16,6 @@ import os
 import re
 import tempfile
 
-from ray import tune
-
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.experiment import run_trials
 from sbfn_dist.tasks import TASKS
@@ -123,6 +121,9 @@ def _limit_device(gpu_fraction: float, threads: int) -> None:
 
 
 def _restored_folds() -> set:
+    # Ray is imported where a trial runs, not where the driver plans: the sweep sets Ray's
+    # environment before its first import (sweeps/environment.py).
+    from ray import tune
     checkpoint = tune.get_checkpoint()
     if checkpoint is None:
         return set()
@@ -132,6 +133,7 @@ def _restored_folds() -> set:
 
 
 def _report(metrics: dict, done: set) -> None:
+    from ray import tune
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "progress.json"), "w") as f:
             json.dump({"done": sorted(done)}, f)

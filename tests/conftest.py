@@ -4,6 +4,13 @@ import pathlib
 import pytest
 import torch
 
+from sweeps.environment import RAY_DEFAULTS
+
+# Tests that start Ray themselves (ray.init in a fixture) do so outside a sweep's
+# ray_environment: give them the same loopback, token-free Ray, before anything imports ray.
+for _key, _value in RAY_DEFAULTS.items():
+    os.environ.setdefault(_key, _value)
+
 # Tests are small: one thread avoids oversubscribing the 2 cores (as in a Ray trial).
 torch.set_num_threads(1)
 
