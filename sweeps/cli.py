@@ -5,7 +5,6 @@ interrupted sweep tells how to resume it.
 """
 
 import argparse
-import re
 import shlex
 import sys
 
@@ -15,6 +14,7 @@ from sbfn_dist.usage import HelpFormatter, add_list_fields
 from sweeps.packing import PACK_MODES
 from sweeps.runner import SweepOptions, run_sweep
 from sweeps.spaces import smoke
+from sweeps.sweepfile import sweep_options
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -60,23 +60,11 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def options(args, default_name: str, default_objective: str) -> SweepOptions:
-    overrides = parse_assignments(args.set)
-    if args.data_dir:
-        overrides["data_dir"] = args.data_dir
-    name = args.name or default_name + ("-smoke" if args.smoke else "")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
-    return SweepOptions(
-        name=name, storage=args.storage, address=args.address, num_cpus=args.num_cpus,
-        num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
-        gpus_per_trial=(0.25 if args.num_gpus else 0.0) if args.gpus_per_trial is None
-        else args.gpus_per_trial, max_concurrent=args.max_concurrent,
-        mlflow_uri=args.mlflow_uri, mlflow=not args.no_mlflow, resume=args.resume,
-        search=args.search, num_samples=args.num_samples, search_seed=args.search_seed,
-        objective=args.objective or default_objective, max_failures=args.max_failures,
-        pack=args.pack,
-        dry_run=args.dry_run, overrides=overrides,
-        command=" ".join(shlex.quote(a) for a in sys.argv))
+    """The flags as SweepOptions, translated as sweep files are (sweeps/sweepfile.py)."""
+    return sweep_options({**vars(args), "mlflow": not args.no_mlflow}, default_name=default_name,
+                         objective=default_objective, smoke=args.smoke,
+                         overrides=parse_assignments(args.set),
+                         command=" ".join(shlex.quote(a) for a in sys.argv))
 
 
 def run(build, argv=None) -> int:

@@ -172,30 +172,49 @@ def _expand(axis: dict) -> list[dict]:
     return [{name: v} for v in values]
 
 
-def tabular_sweep(task: str, dataset: str, grid: str, *, folds: int | None = None,
-                  seeds: int = 1, members=None, epsilons=None, competitors=None,
-                  **settings) -> SweepSpec:
+def tabular_sweep(task: str, dataset: str, grid: str, **options) -> SweepSpec:
+    """The named grid `grid` of TABULAR_GRIDS[task] on `dataset` (options: grid_sweep)."""
+    return grid_sweep(task, dataset, grid, named_grid(task, grid), **options)
+
+
+def named_grid(task: str, name: str) -> Grid:
+    if name not in TABULAR_GRIDS[task]:
+        raise ConfigError("grid", name, f"one of {tuple(TABULAR_GRIDS[task])} for {task} "
+                          "data sets")
+    return TABULAR_GRIDS[task][name]
+
+
+def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | None = None,
+               seeds: int = 1, members=None, epsilons=None, competitors=None,
+               **settings) -> SweepSpec:
     """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
     per seed. Each trial runs every fold and every combiner (with every value of the combiner
-    settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses."""
-    _check_tabular(task, dataset, grid, settings)
-    spec = TABULAR_GRIDS[task][grid]
-    folds = spec.folds if folds is None else folds
+    settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses. `grid` is a
+    named one (tabular_sweep) or a sweep file's (sweeps/sweepfile.py), `label` its name."""
+    _check_tabular(task, dataset, settings)
+    folds = grid.folds if folds is None else folds
     given = {k: v for k, v in settings.items() if v is not None}
-    base = {"dataset": dataset, "task": task, **_preset(task, dataset), **spec.base,
+    base = {"dataset": dataset, "task": task, **_preset(task, dataset), **grid.base,
             **({} if folds is None else {"folds": folds}),
             **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
-    given = {"n_members": members, "epsilon": epsilons}
-    axes = {k: tuple(v if given.get(k) is None else given[k]) for k, v in spec.axes.items()}
-    # Largest M first (with the competitors and the reference before them): the longest trials
-    # start first, so the sweep does not end waiting on one big trial.
-    axes["n_members"] = _largest_first(axes["n_members"])
-    competitors = spec.competitors if competitors is None else competitors
+    axes = with_axes(grid.axes, {"n_members": members, "epsilon": epsilons})
+    competitors = grid.competitors if competitors is None else competitors
     competitors = TASKS[task].competitors if competitors is None else competitors
-    references = _reference_trials(task, base) if spec.references else ()
+    references = _reference_trials(task, base) if grid.references else ()
     extra = (*references, *(_competitor_trial(c) for c in competitors))
-    return SweepSpec(grid=grid, dataset=dataset, base=base, axes=axes, extra_trials=extra,
-                     repeat_axis={"seed": tuple(range(seeds))}, per_fold=spec.per_fold)
+    return SweepSpec(grid=label, dataset=dataset, base=base, axes=axes, extra_trials=extra,
+                     repeat_axis={"seed": tuple(range(seeds))}, per_fold=grid.per_fold)
+
+
+def with_axes(axes: dict, given: dict) -> dict:
+    """`axes` with the `given` ones (name -> values; None keeps the grid's) replacing or joining
+    them. Largest M first (with the competitors and the reference before them): the longest
+    trials start first, so the sweep does not end waiting on one big trial."""
+    axes = {k: tuple(v) for k, v in {**axes, **{k: v for k, v in given.items()
+                                                if v is not None}}.items()}
+    if "n_members" in axes:
+        axes["n_members"] = _largest_first(axes["n_members"])
+    return axes
 
 
 def regression_sweep(dataset: str, grid: str, **options) -> SweepSpec:
@@ -206,13 +225,10 @@ def classification_sweep(dataset: str, grid: str, **options) -> SweepSpec:
     return tabular_sweep("classification", dataset, grid, **options)
 
 
-def _check_tabular(task: str, dataset: str, grid: str, settings: dict) -> None:
+def _check_tabular(task: str, dataset: str, settings: dict) -> None:
     for name in set(settings) - set(RIDE_ALONG[task]):
         raise ConfigError(name, settings[name], f"a combiner setting {task} grids evaluate in "
                           f"every trial: one of {tuple(RIDE_ALONG[task])}")
-    if grid not in TABULAR_GRIDS[task]:
-        raise ConfigError("grid", grid, f"one of {tuple(TABULAR_GRIDS[task])} for {task} "
-                          "data sets")
     data = catalog.lookup(dataset)
     if data.modality != "tabular" or task not in data.tasks:
         known = ", ".join(catalog.names("tabular", task))
@@ -239,15 +255,17 @@ def _competitor_trial(name: str) -> dict:
 
 
 def image_sweep(dataset: str, *, splits: int | None = None, members=None, epsilons=None,
-                ensembles=None) -> SweepSpec:
-    """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial."""
+                ensembles=None, axes=None) -> SweepSpec:
+    """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial; `axes`
+    (a sweep file's) replace or join the grid's."""
     if catalog.lookup(dataset).modality != "image":
         raise ConfigError("dataset", dataset, f"one of {catalog.names('image')}")
     splits = defaults("classification", "image")["folds"] if splits is None else splits
     base = {"dataset": dataset, "task": "classification", "folds": splits, **IMAGE_PRESET}
-    axes = {"ensemble": tuple(ensembles or IMAGE_ENSEMBLES),
-            "n_members": _largest_first(members or IMAGE_MEMBERS),
-            "epsilon": tuple(CLASSIFICATION_EPSILONS if epsilons is None else epsilons)}
+    axes = with_axes({"ensemble": IMAGE_ENSEMBLES, "n_members": IMAGE_MEMBERS,
+                      "epsilon": CLASSIFICATION_EPSILONS},
+                     {"ensemble": ensembles or None, "n_members": members or None,
+                      "epsilon": epsilons, **(axes or {})})
     return SweepSpec(grid=dataset, dataset=dataset, base=base, axes=axes,
                      repeat_axis={"fold": tuple(range(splits))})
 

@@ -10,6 +10,7 @@ from sbfn_dist.tasks import TASKS
 from sbfn_dist.usage import ListOf, bounded
 from sweeps.cli import common_parser, options, run
 from sweeps.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
+from sweeps.sweepfile import dataset_label
 
 # What the command runs when --dataset / --grid are left out.
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}
@@ -58,6 +59,6 @@ def command(task: str, doc: str):
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
                              members=args.members, epsilons=args.epsilons,
                              competitors=competitor_list(args.competitors), **settings)
-        dataset = args.dataset.rsplit("/", 1)[-1].removeprefix("csv:").removesuffix(".csv")
-        return spec, args, options(args, f"{dataset}-{args.grid}", spec.objective)
+        return spec, args, options(args, f"{dataset_label(args.dataset)}-{args.grid}",
+                                   spec.objective)
     return build, functools.partial(run, build)

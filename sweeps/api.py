@@ -1,0 +1,129 @@
+"""Sweeps from Python: define one (a sweep file, a dict, a built-in grid), list its trials, run
+it, resume it; the results come back as a pandas DataFrame and Ray Tune's ResultGrid.
+
+    from sweeps import Sweep
+    sweep = Sweep.from_yaml("my-sweep.yaml")       # or Sweep.from_dict({...}), or
+    sweep = Sweep.builtin("regression", "air_quality", "regression80")
+    sweep.dry_run()                                # prints the plan, returns the trials' configs
+    result = sweep.run(num_cpus=4)                 # resources override the file's
+    result.frame                                   # results.parquet: one row per trial, fold, model
+    result.result_grid                             # Ray Tune's ResultGrid, one result per trial
+    sweep.resume()                                 # after an interruption: finished folds kept
+
+The same code runs `python -m sweeps run FILE` and the commands (sweeps/sweepfile.py translates
+all three). Everything is checked when the Sweep is made, before Ray starts; a bad key or value
+raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and sweep files".
+"""
+
+from dataclasses import dataclass, field, replace
+from importlib import resources as package_files
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from sbfn_dist.data import catalog
+from sbfn_dist.usage import did_you_mean
+from sweeps import sweepfile
+from sweeps.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep
+from sweeps.spaces import TABULAR_GRIDS, SweepSpec
+from sweeps.store import RESULTS_FILE
+from sweeps.tabular import DEFAULT_DATASET
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: where it is, its records, and Ray Tune's view of its trials."""
+    path: str                                          # <storage>/<name> (a path or a URI)
+    frame: pd.DataFrame = field(repr=False)            # results.parquet (empty: no records)
+    result_grid: object = field(repr=False)            # ray.tune.ResultGrid
+    tracking_uri: str | None = None                    # the MLflow store (None: --no-mlflow)
+    study: str | None = None                           # search optuna: the study's URL
+
+    @classmethod
+    def of(cls, outcome: SweepOutcome, options: SweepOptions) -> "SweepResult":
+        store = result_store(options)
+        frame = (pq.read_table(f"{store.root}/{RESULTS_FILE}", filesystem=store.fs).to_pandas()
+                 if store.has(RESULTS_FILE) else pd.DataFrame())
+        return cls(store.location, frame, outcome.result_grid, outcome.tracking_uri,
+                   outcome.study)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A checked sweep: its trials (spec) and how it runs (options), from a definition."""
+    spec: SweepSpec
+    options: SweepOptions
+    definition: dict = field(repr=False)
+    source: str = "a sweep definition"
+    label: str | None = None
+
+    @classmethod
+    def from_dict(cls, definition: dict, *, source: str = "the sweep definition",
+                  label: str | None = None) -> "Sweep":
+        """A sweep from the keys of a sweep file; `source` names it in errors, `label` names its
+        grid where `grid` is not given."""
+        spec, options = sweepfile.build(definition, source, label)
+        return cls(spec, options, dict(definition), source, label)
+
+    @classmethod
+    def from_yaml(cls, path, **changes) -> "Sweep":
+        """A sweep file; `changes` replace its top-level keys (e.g. storage=..., smoke=True)."""
+        definition = {**sweepfile.load(path), **changes}
+        return cls.from_dict(definition, source=str(path), label=Path(path).stem)
+
+    @classmethod
+    def builtin(cls, task: str, dataset: str | None = None, grid: str | None = None,
+                **changes) -> "Sweep":
+        """A built-in grid: the same trials (and trial ids) as `python -m sweeps.<task>
+        --dataset DATASET --grid GRID`; an image data set takes no grid."""
+        dataset = dataset or DEFAULT_DATASET[task]
+        image = catalog.lookup(dataset).modality == "image"
+        grid = None if image else grid or next(iter(TABULAR_GRIDS[task]))
+        definition = {"task": task, "dataset": dataset, "grid": grid, **changes}
+        return cls.from_dict(definition, source=f"the built-in grid {grid or dataset}")
+
+    @classmethod
+    def example(cls, name: str, **changes) -> "Sweep":
+        """A sweep file shipped with the package (sweeps/grids/NAME.yaml)."""
+        return cls.from_yaml(grid_file(name), **changes)
+
+    def trials(self) -> list[dict]:
+        """Every trial's full config (validated), in the order they are submitted."""
+        return plan(self.spec, self.options)
+
+    def dry_run(self, out=None) -> list[dict]:
+        """Print the trials, their packs and resources, as `--dry-run` does; run nothing."""
+        configs = self.trials()
+        print_plan(self.spec, self.options, configs, out)
+        return configs
+
+    def run(self, **resources) -> SweepResult:
+        """Run the sweep (a local Ray on 127.0.0.1 unless resources name an address); prints
+        one progress line per finished fold, then the comparison table. `resources` are the
+        file's `resources` keys (num_cpus=4, gpus_per_trial=0.5, ...) and replace them."""
+        options = self._options(resources)
+        return SweepResult.of(run_sweep(self.spec, options), options)
+
+    def resume(self, **resources) -> SweepResult:
+        """Continue this sweep after an interruption: finished folds are read back, not rerun."""
+        options = replace(self._options(resources), resume=True)
+        return SweepResult.of(run_sweep(self.spec, options), options)
+
+    def _options(self, resources: dict) -> SweepOptions:
+        if not resources:
+            return self.options
+        given = {**self.definition, "resources": {**self.definition.get("resources", {}),
+                                                  **resources}}
+        return sweepfile.build(given, self.source, self.label)[1]
+
+
+def grid_file(name: str):
+    """The path of a sweep file shipped in sweeps/grids/ (package data)."""
+    path = package_files.files("sweeps") / "grids" / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.name.removesuffix(".yaml") for p in
+                       (package_files.files("sweeps") / "grids").iterdir())
+        raise sweepfile.SweepFileError(f"no shipped sweep file '{name}'"
+                                       f"{did_you_mean(name, known)}; known: {known}")
+    return path

@@ -1,0 +1,305 @@
+"""The Python API and sweep files (sweeps/api.py, sweeps/sweepfile.py): a sweep written as a
+file runs through real Ray Tune and returns its records and ResultGrid; the built-in grids as
+files give the commands' trials; bad files are refused before Ray; importing changes nothing."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeps import Sweep, SweepFileError
+from sweeps import __main__ as sweeps_main
+from sweeps import classification, images, regression
+from sweeps.api import grid_file
+from sweeps.environment import RAY_DEFAULTS
+from sweeps.runner import plan
+
+pytestmark = pytest.mark.timeout(600)
+ROOT = Path(__file__).resolve().parents[1]
+
+# Tiny: 120 rows of bundled diabetes, 2 folds, 1 epoch; two combiners with two lambda2 values.
+TINY = """\
+name: tiny
+dataset: diabetes
+folds: 2
+axes:
+  n_members: [2, 3]
+  epsilon: [0.0, 0.35]
+settings:
+  n_samples: 120
+  epochs: 1
+  combiners: [sbfn_ls, arithmetic]
+  lambda2: [0, 3]
+references: false
+competitors: [svm_rbf]
+mlflow: false
+resources:
+  num_cpus: 2
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_ray_left_behind():
+    """The API starts its own Ray (and keeps it for the next sweep): end it for other modules."""
+    yield
+    import ray
+    ray.shutdown()
+
+
+def write(tmp_path, text: str, name: str = "sweep.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def clean_env() -> dict:
+    """This environment without the sweep's Ray settings (conftest sets them for the tests)."""
+    return {k: v for k, v in os.environ.items() if k not in RAY_DEFAULTS}
+
+
+# ------------------------------------------------------------------ a real sweep from a file
+def test_a_sweep_file_runs_through_ray_tune_and_returns_the_records_and_the_result_grid(tmp_path):
+    sweep = Sweep.from_yaml(write(tmp_path, TINY), storage=str(tmp_path / "results"))
+    planned = [c["trial_id"] for c in sweep.trials()]
+    assert len(planned) == 2 * 2 + 1            # M x eps, the competitor; no references
+
+    result = sweep.run()
+    frame = result.frame
+    assert Path(result.path) == tmp_path / "results" / "tiny"
+    pd.testing.assert_frame_equal(frame, pd.read_parquet(Path(result.path, "results.parquet")))
+    assert (frame["status"] == "ok").all()
+    # trials x folds x models: every configuration has both folds, each model setting once
+    assert set(zip(frame["trial_id"], frame["fold"])) == {(t, f) for t in planned for f in (0, 1)}
+    assert not frame.duplicated(["trial_id", "fold", "model", "model_params"]).any()
+    ensembles = frame[frame["role"] == "ensemble"]
+    models = ensembles.groupby(["trial_id", "fold"]).apply(
+        lambda g: sorted(zip(g["model"], g["model_params"].map(json.loads).map(str))),
+        include_groups=False)
+    assert len(models) == 4 * 2 and all(m == sorted([("arithmetic", "{}"),
+                                                     ("sbfn_ls", "{'lambda2': 0.0}"),
+                                                     ("sbfn_ls", "{'lambda2': 3.0}")])
+                                        for m in models)
+    assert set(frame.loc[frame["role"] == "competitors", "model"]) == {"svm_rbf"}
+
+    # the ResultGrid: one result per Ray trial (a pack of configurations), each one's folds
+    grid = result.result_grid
+    keys = [k for r in grid for k in r.metrics["trial_keys"]]
+    assert sorted(keys) == sorted(planned) and not grid.errors
+    assert all(r.metrics["folds_done"] == 2 * len(r.metrics["trial_keys"]) for r in grid)
+    assert grid.get_best_result().metrics["objective"] == min(r.metrics["objective"] for r in grid)
+
+    # resume: every fold is read back from its part, none recomputed
+    parts = {p: p.stat().st_mtime_ns for p in Path(result.path, "parts").iterdir()}
+    again = sweep.resume()
+    assert {p: p.stat().st_mtime_ns for p in Path(result.path, "parts").iterdir()} == parts
+    pd.testing.assert_frame_equal(again.frame, frame)
+    assert len(again.result_grid) == len(grid)
+
+
+DOC_BLOCK = re.compile(r"```(yaml|python)\n(.*?)```", re.S)
+
+
+def docs_example() -> tuple[str, str]:
+    """The YAML and Python blocks of docs/sweeps.md's "Python API and sweep files"."""
+    text = (ROOT / "docs" / "sweeps.md").read_text()
+    section = text.split("## Python API and sweep files", 1)[1].split("\n## ", 1)[0]
+    blocks = dict(DOC_BLOCK.findall(section))
+    return blocks["yaml"], blocks["python"]
+
+
+def test_the_documented_example_runs_in_a_plain_python_process_and_shows_its_progress(tmp_path):
+    """Standard output is a pipe here, as in a notebook or a log file: no terminal."""
+    yaml_text, code = docs_example()
+    write(tmp_path, yaml_text, name="my-sweep.yaml")
+    after = textwrap.dedent(f"""
+        import os, ray
+        print("LEFT", sorted(set({sorted(RAY_DEFAULTS)!r}) & set(os.environ)))
+        print("GCS", ray.get_runtime_context().gcs_address)
+        """)
+    run = subprocess.run([sys.executable, "-c", code + after], cwd=tmp_path, env=clean_env(),
+                         capture_output=True, text=True, timeout=500)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    progress = re.findall(r"^\[diabetes-width\] trials (\d+)/(\d+) done.*\| folds (\d+)/(\d+)",
+                          out, re.M)
+    assert progress and progress[-1][0] == progress[-1][1] and progress[-1][2] == progress[-1][3]
+    assert "on a local Ray instance on 127.0.0.1" in out
+    assert "results/diabetes-width\n" in out and "sbfn_ls" in out
+    assert (tmp_path / "results" / "diabetes-width" / "results.parquet").exists()
+    assert "LEFT []" in out          # the sweep's Ray settings are gone once it has ended
+    assert "GCS 127.0.0.1:" in out   # and the Ray it started listens on loopback only
+
+
+# ------------------------------------------------------------------ built-in grids as files
+COMMANDS = {
+    "regression80": (regression.build, ["--dataset", "air_quality", "--grid", "regression80"]),
+    "demo": (regression.build, ["--dataset", "diabetes", "--grid", "demo"]),
+    "classification25": (classification.build, ["--dataset", "breast_cancer",
+                                                "--grid", "classification25"]),
+    "mnist": (images.build_for("mnist"), ["--num-gpus", "1"]),
+}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_shipped_grid_file_plans_the_trial_ids_of_its_command(name):
+    build, argv = COMMANDS[name]
+    spec, _, opts = build(argv)
+    command = [c["trial_id"] for c in plan(spec, opts)]
+    from_file = Sweep.example(name)
+    assert [c["trial_id"] for c in from_file.trials()] == command
+    assert from_file.options == opts.__class__(**{**vars(opts), "command": from_file.source})
+    task = "classification" if name in ("classification25", "mnist") else "regression"
+    grid = None if name == "mnist" else name
+    builtin = Sweep.builtin(task, spec.dataset, grid, resources={"num_gpus": opts.num_gpus})
+    assert [c["trial_id"] for c in builtin.trials()] == command
+
+
+def test_the_grid_files_are_package_data():
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["sweeps"]
+    shipped = {p for g in globs for p in (ROOT / "sweeps").glob(g)}
+    assert shipped == set((ROOT / "sweeps" / "grids").glob("*.yaml")) and len(shipped) >= 4
+    assert Path(str(grid_file("regression80"))) == ROOT / "sweeps" / "grids" / "regression80.yaml"
+    with pytest.raises(SweepFileError, match="'regresion80'.*did you mean 'regression80'"):
+        grid_file("regresion80")
+
+
+def test_python_m_sweeps_run_dry_run_lists_the_trials_and_runs_nothing(tmp_path):
+    path = write(tmp_path, TINY.replace("mlflow: false", f"storage: {tmp_path / 'out'}"))
+    run = subprocess.run([sys.executable, "-m", "sweeps", "run", str(path), "--dry-run"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    listed = re.findall(r"trial +\d+ +(\S+)", run.stdout)
+    planned = [c["trial_id"] for c in Sweep.from_yaml(path).trials()]
+    assert listed and sorted(listed) == sorted(planned)
+    assert "sweep 'tiny': grid sweep on diabetes" in run.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys):
+    assert sweeps_main.main(["run", "regression80", "--dry-run", "--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "sweep 'air_quality-regression80-smoke'" in out and "folds/splits in all" in out
+    assert len(re.findall(r"^    trial ", out, re.M)) == 2 * 2 + 1 + 1   # 2 M x 2 eps, ref, svm
+
+
+# ------------------------------------------------------------------ bad files, before Ray
+@pytest.mark.parametrize("text, message", [
+    (TINY.replace("axes:", "axis:"), r"unknown key 'axis' \(did you mean 'axes'\?\)"),
+    (TINY.replace("num_cpus", "num_cpu"), r"unknown key 'resources.num_cpu' \(did you mean "
+                                          r"'num_cpus'"),
+    (TINY.replace("epochs: 1", "epoch: 1"), r"'epoch'.*did you mean 'epochs'"),
+    (TINY.replace("folds: 2", "folds: two"), r"folds = 'two' is not allowed: an integer"),
+    (TINY.replace("[0.0, 0.35]", "[0.0, 2]"), r"'epsilon' = 2 is not allowed: .* \[0, 1\]"),
+    (TINY.replace("[2, 3]", "[2, x]"), r"axes.n_members = \[2, 'x'\]: ensemble sizes are"),
+    (TINY.replace("[2, 3]", "[]"), r"axes.n_members = \[\]: an axis is a non-empty list"),
+    (TINY.replace("dataset: diabetes\n", ""), r"'dataset' is missing"),
+    (TINY.replace("dataset: diabetes", "dataset: diabetis"), r"unknown data set 'diabetis'"),
+    (TINY.replace("dataset: diabetes", "dataset: digits"), r"'references' = False .* tabular"),
+    (TINY.replace("competitors: [svm_rbf]", "competitors: svm_rbf"), r"a list of model names"),
+    (TINY + "  gpus_per_trial: 2\n  num_gpus: 1\n", r"'--gpus-per-trial' = 2"),
+    (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only letters"),
+    ("- a list\n", r"a sweep file is a mapping of keys"),
+    ("dataset: [unclosed\n", r"not valid YAML"),
+])
+def test_a_bad_sweep_file_is_refused_naming_the_file_and_the_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(SweepFileError, match=message) as refused:
+        Sweep.from_yaml(path)
+    assert str(refused.value).startswith(f"{path}: ")
+
+
+def test_a_missing_file_and_a_misspelt_resource_at_run_are_refused(tmp_path):
+    with pytest.raises(SweepFileError, match=r"nope.yaml: cannot read the sweep file"):
+        Sweep.from_yaml(tmp_path / "nope.yaml")
+    sweep = Sweep.from_yaml(write(tmp_path, TINY))
+    with pytest.raises(SweepFileError, match=r"'resources.num_gpu' \(did you mean 'num_gpus'"):
+        sweep.run(num_gpu=1)
+    assert sweep._options({"num_gpus": 1}).gpus_per_trial == 0.25     # as the commands do
+
+
+def test_the_command_reports_a_bad_file_in_one_line(tmp_path, capsys):
+    path = write(tmp_path, TINY.replace("folds: 2", "fold: 2"))
+    assert sweeps_main.main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}: unknown key 'fold'")
+
+
+# ------------------------------------------------------------------ no global state
+IMPORT_ONLY = """
+import logging, os, sys, warnings
+env, filters = dict(os.environ), list(warnings.filters)
+root = (logging.getLogger().level, list(logging.getLogger().handlers))
+import sweeps, sbfn_dist, analysis
+assert dict(os.environ) == env, {k: v for k, v in os.environ.items() if env.get(k) != v}
+assert warnings.filters == filters
+assert (logging.getLogger().level, logging.getLogger().handlers) == root
+assert not {"ray", "torch"} & set(sys.modules), "import sweeps stays light"
+"""
+
+# The API's modules on top of their dependencies (torch, scipy, ... set their own variables
+# and warning filters as they import): ours add nothing, and planning a sweep imports no Ray.
+ON_TOP_OF_DEPENDENCIES = """
+import importlib, json, logging, os, sys, warnings
+for module in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(module)
+    except Exception:
+        pass
+env, filters = dict(os.environ), list(warnings.filters)
+root = (logging.getLogger().level, list(logging.getLogger().handlers))
+from sweeps import Sweep
+import sweeps.__main__
+Sweep.builtin("regression", "diabetes", "demo").trials()
+assert dict(os.environ) == env, {k: v for k, v in os.environ.items() if env.get(k) != v}
+assert warnings.filters == filters
+assert (logging.getLogger().level, logging.getLogger().handlers) == root
+assert "ray" not in sys.modules, "Ray's environment must be set before Ray is imported"
+"""
+DEPENDENCIES = """
+import json, sys
+before = set(sys.modules)
+import sweeps.api, sweeps.__main__
+ours = ("sweeps", "sbfn_dist", "analysis")
+print(json.dumps([m for m in sys.modules if m not in before and m.split(".")[0] not in ours
+                  and m.split(".")[0] not in sys.stdlib_module_names]))
+"""
+
+
+def python(code: str, *args: str) -> str:
+    run = subprocess.run([sys.executable, "-c", code, *args], env=clean_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+def test_importing_the_packages_changes_no_global_state():
+    python(IMPORT_ONLY)
+    python(ON_TOP_OF_DEPENDENCIES, python(DEPENDENCIES))
+
+
+# ------------------------------------------------------------------ a real notebook, if present
+def test_in_a_jupyter_kernel_the_progress_lines_stay_in_the_cell(tmp_path):
+    """Tune's notebook reporter cleared the cell's output as the sweep started (the plan and
+    the first line vanished); runs where Jupyter is installed (not a dependency)."""
+    nbformat = pytest.importorskip("nbformat", reason="Jupyter (nbclient, ipykernel) not installed")
+    nbclient = pytest.importorskip("nbclient", reason="Jupyter (nbclient) not installed")
+    pytest.importorskip("ipykernel", reason="Jupyter (ipykernel) not installed")
+    path = write(tmp_path, TINY.replace("name: tiny", "name: nb"))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"from sweeps import Sweep\nsweep = Sweep.from_yaml({str(path)!r}, "
+        f"storage={str(tmp_path)!r})\nsweep.dry_run()\nresult = sweep.run()")])
+    nbclient.NotebookClient(notebook, timeout=500, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    out = "".join(o.get("text", "") for o in notebook.cells[0].outputs
+                  if o.get("name") == "stdout")
+    assert "sweep 'nb': grid sweep on diabetes" in out            # the plan stayed
+    assert "[nb] 5 configurations in 3 trials" in out
+    assert re.search(r"^\[nb\] trials 3/3 done", out, re.M)
