@@ -10,8 +10,11 @@ list becomes a list.
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -57,10 +60,36 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_out(path: str) -> Path:
+    """--out as an absolute path, once a file could be written in its directory: checked before
+    the trial trains, so that minutes of training never end in an unwritable path."""
+    out = Path(path).expanduser().absolute()
+    if out.is_dir():
+        raise SbfnError(f"--out {path} is a directory: name a file in it, e.g. "
+                        f"{out / 'records.csv'}")
+    if not out.parent.is_dir():
+        raise SbfnError(f"--out {path}: the directory {out.parent} does not exist; create it or "
+                        "choose another path")
+    try:
+        tempfile.TemporaryFile(dir=out.parent).close()
+    except OSError as exc:
+        raise SbfnError(f"--out {path}: cannot write in {out.parent} ({exc.strerror or exc}); "
+                        "choose a writable directory") from None
+    return out
+
+
+def write_csv(records: list[dict], out: Path) -> None:
+    """Written under a temporary name and renamed: an interrupted write leaves no half file."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    pd.DataFrame(records).to_csv(tmp, index=False)
+    os.replace(tmp, out)
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         config = parse_assignments(args.assignments)
+        out = check_out(args.out) if args.out else None
         start = time.perf_counter()
         records = run_trial(config)
     except SbfnError as exc:
@@ -69,8 +98,8 @@ def main(argv=None) -> int:
     metric = TASKS[records[0]["task"]].metric
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(comparison_table(records, metric).drop(columns=["label"]).to_string())
-    if args.out:
-        pd.DataFrame(records).to_csv(args.out, index=False)
+    if out:
+        write_csv(records, out)
     print(f"{len(records)} records in {time.perf_counter() - start:.1f} s")
     return 0
 

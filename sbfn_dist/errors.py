@@ -1,4 +1,9 @@
-"""Error types that carry a message a user can act on (what is wrong, and the fix)."""
+"""Error types that carry a message a user can act on (what is wrong, and the fix).
+
+They survive pickling (a sweep's trial raises them in a Ray worker and the driver reports them):
+an exception is rebuilt from its constructor's arguments, so a class whose constructor takes
+other arguments than the message says which in `__reduce__`.
+"""
 
 
 class SbfnError(ValueError):
@@ -11,6 +16,11 @@ class ConfigError(SbfnError):
     def __init__(self, field: str, value, allowed: str):
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"config field '{field}' = {value!r} is not allowed: {allowed}")
+
+    def __reduce__(self):
+        # Without it, unpickling calls ConfigError(message) and fails with a TypeError that
+        # hides the message (seen as a trial's error in a sweep).
+        return type(self), (self.field, self.value, self.allowed)
 
 
 class DataError(SbfnError):

@@ -30,6 +30,7 @@ from sklearn.utils.validation import (check_array, check_is_fitted, check_X_y, c
 from sbfn_dist.combiners import ArithmeticCombiner, OnlineSBFN, SBFNLeastSquares, fit_online_grid
 from sbfn_dist.combiners.classification import tune_temperature
 from sbfn_dist.combining import combine, fit_stacked_head, make_head
+from sbfn_dist.data.checks import numeric_target, require_classes
 from sbfn_dist.data.images import DeviceImages
 from sbfn_dist.data.splits import validation_part
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
@@ -222,6 +223,9 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
 
     def fit(self, X, y):
         s = self._settings("tabular")
+        if y is not None:     # None: scikit-learn's own message (validate_data)
+            y = numeric_target(y, "y given to SBFNRegressor.fit", "use SBFNClassifier for "
+                               "class labels")
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
         y = _single_target(y)
         self.x_mean_, self.x_scale_ = _moments(X)
@@ -359,9 +363,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         X, y = self._fit_input(X, y, images)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise DataError(f"SBFNClassifier needs at least two classes in y, got one class "
-                            f"({self.classes_[0]!r})")
+        require_classes(self.classes_, "y given to SBFNClassifier.fit", "pass labels of at "
+                        "least two classes")
         self.x_mean_, self.x_scale_ = _channel_moments(X) if images else _moments(X)
         x = self._scale_x(X)
         rows, held_out = _held_out(codes, s)

@@ -21,6 +21,7 @@ from sbfn_dist import records
 from sbfn_dist.combining import ENSEMBLES, mlp_config, train_together
 from sbfn_dist.competitors import build_competitor, competitor_configs
 from sbfn_dist.config import TrialConfig
+from sbfn_dist.data import checks
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.members import PACK_SHARED, TrainingDiverged
@@ -108,6 +109,8 @@ def _run_pack(cfgs: list) -> list[list[dict]]:
     first = cfgs[0]
     data = load_data(first)
     parts = make_parts(first, data)
+    for cfg in cfgs[1:]:      # what is fitted on the parts may differ (e.g. plugin_folds)
+        check_parts(cfg, data, parts)
     out = [[] for _ in cfgs]
     for k in first.fold_indices():
         fold = prepare_fold(first, data, parts[k], k)
@@ -123,6 +126,12 @@ def _run_pack(cfgs: list) -> list[list[dict]]:
 
 
 # ------------------------------------------------------------------------- data
+# What load_data reads, by modality: two configs that agree on these load the same data.
+LOAD_FIELDS = {"tabular": ("dataset", "task", "target", "data_dir", "include_random_vars",
+                           "n_samples", "seed"),
+               "image": ("dataset", "data_dir")}
+
+
 def load_data(cfg: TrialConfig):
     if cfg.modality == "image":
         from sbfn_dist.data.images import load_images
@@ -134,13 +143,45 @@ def load_data(cfg: TrialConfig):
 
 
 def make_parts(cfg: TrialConfig, data) -> list:
+    """The trial's (train, test) parts, each checked for what the trial fits on it."""
     if cfg.modality == "image":
         from sbfn_dist.data.images import default_n_val, holdout_splits
         return holdout_splits(data, n_splits=cfg.folds, n_train=cfg.n_train,
                               n_val=default_n_val(cfg.get("n_val"), cfg.uses_validation(), data),
                               n_test=cfg.n_test, seed=cfg.seed)
-    return tabular_splits.make_splits(data, cfg.split, folds=cfg.get("folds", 1), seed=cfg.seed,
-                                      test_fraction=cfg.get("test_fraction", 0.2))
+    parts = tabular_splits.make_splits(data, cfg.split, folds=cfg.get("folds", 1), seed=cfg.seed,
+                                       test_fraction=cfg.get("test_fraction", 0.2))
+    check_parts(cfg, data, parts)
+    return parts
+
+
+def check_parts(cfg: TrialConfig, data, parts: list) -> None:
+    """Each training part of the trial's folds leaves room for what is fitted on it: a target
+    that varies (regression), a stratified validation part (stacked combiners) and the inner
+    folds of the plug-ins and of sbfn_rbf -- refused here, before any member trains."""
+    for k in cfg.fold_indices():
+        train, of = parts[k][0], f" (fold {k}'s training part)"
+        if data.classes is None:
+            checks.require_varying_target(data.y[train], f"target '{data.target_name}'{of}",
+                                          "use fewer folds or more rows, or check the target")
+        elif cfg.uses_validation():
+            train, _ = tabular_splits.validation_part(data.y, train, cfg.val_fraction,
+                                                      fold_seed(cfg.seed, k))
+        for setting in ("plugin_folds", "inner_folds"):
+            if cfg.has(setting):
+                checks.require_rows(len(train), cfg.get(setting), setting, of)
+
+
+def check_data(configs) -> None:
+    """What run_trial would refuse about the data of each config, found without training:
+    each data set loaded once, every trial's parts made and checked (a sweep's planning)."""
+    loaded: dict = {}
+    for config in configs:
+        cfg = _resolved(config)
+        key = tuple(cfg.get(f) for f in LOAD_FIELDS[cfg.modality])
+        if key not in loaded:
+            loaded[key] = load_data(cfg)
+        make_parts(cfg, loaded[key])
 
 
 def prepare_fold(cfg: TrialConfig, data, part, k: int) -> Fold:

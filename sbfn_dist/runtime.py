@@ -2,11 +2,17 @@
 
 import torch
 
+from sbfn_dist.errors import ConfigError
+
 
 def resolve_device(device: str) -> str:
-    """"auto": CUDA when present, else the CPU."""
+    """"auto": CUDA when present, else the CPU; "cuda" only where CUDA is present."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        # torch would fail later, deep inside training, with a message about its build
+        raise ConfigError("device", device, "auto or cpu: this machine has no CUDA GPU "
+                          "(a sweep gives its trials GPUs with --num-gpus / --gpus-per-trial)")
     return device
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sbfn_dist.data.checks import require_varying_target
 from sbfn_dist.errors import DataError
 
 
@@ -38,9 +39,8 @@ class FoldScaler:
         if y_train is None:
             return self
         self.y_mean_, self.y_std_ = float(y.mean()), float(y.std())
-        if not self.y_std_ > 0:
-            raise DataError(f"the training target is constant ({y[0]!r} on all {y.size} rows) in this fold, so it "
-                            f"cannot be standardised: use more rows or another split, or check the target column")
+        require_varying_target(y, "the training target", "this fold cannot standardise it; use "
+                               "more rows or another split, or check the target column")
         return self
 
     def transform_X(self, X) -> np.ndarray:

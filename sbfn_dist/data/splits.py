@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
 from sbfn_dist.data.catalog import CATALOG
+from sbfn_dist.data.checks import require_rows
 from sbfn_dist.data.tabular import TabularData
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.fields import SPLITS as SCHEMES
@@ -19,9 +20,7 @@ def kfold_splits(n: int, folds: int, seed: int, labels: np.ndarray | None = None
     """Seeded shuffled k-fold: every row is in exactly one test set (stratified by `labels`)."""
     if folds < 2:
         raise ConfigError("folds", folds, "k-fold needs at least 2 folds (use scheme='holdout' for one split)")
-    if folds > n:
-        raise DataError(f"too few rows for the folds: {n} rows cannot fill {folds} test folds; "
-                        f"use folds <= {n} or a data set with more rows")
+    require_rows(n, folds, "folds")
     if labels is None:
         kfold = KFold(n_splits=folds, shuffle=True, random_state=seed)
         return [(train, test) for train, test in kfold.split(np.arange(n))]

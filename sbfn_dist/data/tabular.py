@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sbfn_dist.data import catalog
+from sbfn_dist.data.checks import check_table, numeric_target
 from sbfn_dist.data.sources import (
     AIR_QUALITY_FILE,
     APPLIANCES_FILE,
@@ -91,7 +92,7 @@ def load_tabular(name: str, data_dir: str | None = None, target: str | None = No
     else:
         raise DataError(f"unknown data set '{name}': use one of {', '.join(KNOWN_TABULAR)}, "
                         f"or 'csv:PATH' for your own comma-separated file with a header row")
-    return _subsample(data, n_samples, seed) if n_samples else data
+    return check_table(_subsample(data, n_samples, seed) if n_samples else data)
 
 
 def _check_builtin_target(name: str, target: str | None) -> None:
@@ -213,6 +214,8 @@ def _make_sincos(n_samples: int, seed: int) -> TabularData:
 
 
 def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:
+    if path.is_dir():
+        raise DataError(f"CSV path {path} is a directory, not a file: name the file after 'csv:'")
     if not path.is_file():
         raise DataError(f"CSV file {path} does not exist: check the path after 'csv:' (an absolute path is safest)")
     try:
@@ -222,6 +225,9 @@ def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"CSV file {path} cannot be parsed ({exc}): save it as comma-separated UTF-8 text "
                         f"with one header row") from exc
+    except OSError as exc:
+        raise DataError(f"CSV file {path} cannot be read ({exc.strerror or exc}): check its "
+                        "permissions, or copy it to a readable place") from None
     if frame.empty:
         raise DataError(f"CSV file {path} has a header but no data rows: add rows or pick another file")
     return frame
@@ -234,11 +240,10 @@ def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | No
                         f"(sweeps: --set target=COLUMN) naming one of: {available}")
     if target not in frame.columns:
         raise DataError(f"target column '{target}' is not in CSV file {path}: pick one of: {available}")
-    if task == "regression" and not pd.api.types.is_numeric_dtype(frame[target]):
-        examples = frame[target][pd.to_numeric(frame[target], errors="coerce").isna() & frame[target].notna()]
-        raise DataError(f"target column '{target}' in {path} is not numeric (e.g. {examples.iloc[0]!r}): "
-                        f"regression needs numbers; fix or remove those rows, pick a numeric target, "
-                        f"or pass task='classification' if it holds class labels")
+    if task == "regression":
+        numeric_target(frame[target], f"target column '{target}' in {path}",
+                       "fix or remove those rows, pick a numeric target, or pass "
+                       "task='classification' if it holds class labels")
 
 
 def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:
@@ -259,20 +264,14 @@ def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:
     if data.n_rows == 0:
         raise DataError(f"every row of CSV file {path} has a missing target '{target}': fill in the target values")
     if task == "classification":
-        return _with_classes(data, frame[target].dropna().to_numpy(), path, target)
-    if np.ptp(data.y) == 0:
-        raise DataError(f"target '{target}' in CSV file {path} is constant ({data.y[0]!r} on every row): "
-                        f"there is nothing to regress; pick another target column or check the file")
+        return _with_classes(data, frame[target].dropna().to_numpy())
     return data
 
 
-def _with_classes(data: TabularData, labels: np.ndarray, path: pathlib.Path, target: str) -> TabularData:
+def _with_classes(data: TabularData, labels: np.ndarray) -> TabularData:
     """Class labels (any values) -> int64 codes in sorted label order, names in `classes`."""
     classes, codes = np.unique(labels.astype(str) if labels.dtype == object else labels,
                                return_inverse=True)
-    if len(classes) < 2:
-        raise DataError(f"target '{target}' in CSV file {path} holds one class ({classes[0]!r}): "
-                        f"classification needs at least two; pick another target column")
     return dataclasses.replace(data, y=codes.astype(np.int64), classes=tuple(str(c) for c in classes),
                                notes=data.notes + f"; {len(classes)} classes")
 
