@@ -1,7 +1,8 @@
 """Command-line options shared by every sweep command, and the error handling around them.
 
-Bad input ends with one `error: ...` line that names the problem and the fix (exit 2); an
-interrupted sweep tells how to resume it.
+Bad input ends with one `error: ...` line that names the problem and the fix (exit 2); a sweep
+whose trials failed after their retries lists them and exits 1; an interrupted sweep tells how
+to resume it.
 """
 
 import argparse
@@ -12,7 +13,7 @@ from sbfn_dist.cli import parse_assignments
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.usage import HelpFormatter, add_list_fields
 from sweeps.packing import PACK_MODES
-from sweeps.runner import SweepOptions, run_sweep
+from sweeps.runner import SweepOptions, failed_trials, run_sweep
 from sweeps.spaces import smoke
 from sweeps.sweepfile import sweep_options
 
@@ -73,7 +74,7 @@ def run(build, argv=None) -> int:
         spec, args, opts = build(argv)
         if args.smoke:
             spec = smoke(spec)
-        run_sweep(spec, opts)
+        outcome = run_sweep(spec, opts)
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -81,4 +82,10 @@ def run(build, argv=None) -> int:
         print("\ninterrupted: finished folds are in results.parquet; continue with the same "
               "command plus --resume", file=sys.stderr)
         return 130
+    failed = failed_trials(outcome.table) if outcome else {}
+    if failed:
+        print(f"error: {len(failed)} trials failed after their retries (listed above with their "
+              "errors); fix the cause, then rerun with --resume: it keeps every finished fold",
+              file=sys.stderr)
+        return 1
     return 0

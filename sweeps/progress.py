@@ -4,6 +4,7 @@
     best rmse 0.312 (sbfn_ls, M10_eps0.35_s0) | 3m05s elapsed, ~8m left
 """
 
+import logging
 import sys
 import time
 
@@ -51,14 +52,47 @@ class StoreKeeper(Callback):
 
 
 def error_text(trial) -> str:
-    try:
-        exc = trial.get_pickled_error()
-    except Exception:  # noqa: BLE001 - the error file may be gone; the text one may remain
-        exc = None
+    """The type and last line of the trial's latest error (its traceback: error.txt)."""
+    exc = _last_error(trial)
     if exc is not None:
         cause = getattr(exc, "cause", None) or exc
         return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:500]}"
-    return "trial failed (see the Ray Tune trial directory's error.txt)"
+    return f"trial failed (its traceback: {trial.path}/error.txt)"
+
+
+def _last_error(trial):
+    """The error Tune pickled for the trial: in the driver's staging directory, where it was just
+    written (the copy in storage comes later, at the next sync), else the copy in storage."""
+    from ray import cloudpickle     # what Tune pickled the error with
+    try:
+        with open(trial.pickled_error_file, "rb") as f:
+            return cloudpickle.load(f)
+    except Exception:  # noqa: BLE001 - gone, or unreadable here: the copy in storage may remain
+        pass
+    try:
+        return trial.get_pickled_error()
+    except Exception:  # noqa: BLE001 - the error file may be gone; the text one may remain
+        return None
+
+
+class QuietTrialFailures(logging.Filter):
+    """Tune logs each failed attempt of a trial with the worker's whole traceback, and the trials
+    that never finished at the end. ProgressLine reports each failure (its error's type and
+    message, and where its traceback is) and the summary lists the trials that failed for good,
+    so these records are dropped and the tracebacks stay in the trials' error.txt."""
+
+    LOGGERS = ("ray.tune.execution.tune_controller", "ray.tune.tune")
+    MESSAGES = ("Trial task failed for trial", "Trials did not complete")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.MESSAGES)
+
+    @classmethod
+    def install(cls) -> None:
+        for name in cls.LOGGERS:
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, cls) for f in logger.filters):
+                logger.addFilter(cls())
 
 
 class ProgressLine(Callback):
@@ -76,6 +110,7 @@ class ProgressLine(Callback):
         # Also after a resume (this object is unpickled then): the rate counts this run only.
         self.start = time.monotonic()
         self.computed = 0
+        QuietTrialFailures.install()
 
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
@@ -94,7 +129,11 @@ class ProgressLine(Callback):
         self.print(trials)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self.print(trials, note=f"trial {trial} failed: {error_text(trial)}")
+        self.print(trials, note=f"trial {trial} failed after its retries: {error_text(trial)} "
+                                f"(traceback: {trial.path}/error.txt)")
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        self.print(trials, note=f"trial {trial} failed, retrying it: {error_text(trial)}")
 
     def _best(self, trials):
         # Each trial's latest (running CV) objective; trials finished before a --resume report

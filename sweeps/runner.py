@@ -22,6 +22,7 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.fields import field as config_field
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.summary import comparison_table
+from sweeps.claim import marked, take_over
 from sweeps.environment import ray_environment
 from sweeps.packing import PACK_MODES, packs
 from sweeps.spaces import SweepSpec
@@ -147,14 +148,21 @@ def result_store(opts: SweepOptions) -> ResultStore:
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> SweepOutcome:
+    _check_data(configs, opts)
     store = result_store(opts)
+    with take_over(store, opts.name, out):     # one run of a sweep at a time (sweeps/claim.py)
+        return _claimed(spec, opts, configs, store, out)
+
+
+def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: ResultStore,
+             out) -> SweepOutcome:
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
         from sweeps.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
-    _preflight_data(configs[0], opts)
-    where = _connect(opts)
+    with marked(store.root):        # its Ray's processes carry the sweep's mark (sweeps/claim.py)
+        where = _connect(opts)
     warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
     print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
@@ -206,13 +214,13 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
     return study_url(store), publish_copy(store)
 
 
-def _preflight_data(config: dict, opts: SweepOptions) -> None:
-    """Load the data once here (local runs) so a missing file stops the sweep, not every trial."""
+def _check_data(configs: list[dict], opts: SweepOptions) -> None:
+    """Load each data set once here (local runs) and make every trial's parts: a missing file,
+    or data too small for the folds, stops the sweep before Ray starts, not every trial in it."""
     if opts.address:
         return  # the workers, not this machine, hold the data on a cluster
-    from sbfn_dist.config import TrialConfig
-    from sbfn_dist.experiment import load_data
-    load_data(TrialConfig(config))      # planned configs are validated already
+    from sbfn_dist.experiment import check_data
+    check_data(configs)
 
 
 def _connect(opts: SweepOptions) -> str:
@@ -436,15 +444,25 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     return rows
 
 
+def failed_trials(table: pd.DataFrame) -> dict:
+    """trial id -> error of each configuration that failed after its retries."""
+    if not len(table) or "error" not in table:
+        return {}
+    rows = table[table["status"] == "failed"]
+    return dict(zip(rows["trial_id"], rows["error"]))
+
+
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     table = outcome.table
     metric = metric_of(spec.task)
     # Diverged rows go in too: the table counts them (not_ok) instead of hiding the model.
     rows = table[table["status"] != "failed"] if len(table) else table
-    failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0
+    failed = failed_trials(table)
     print(f"\n[{opts.name}] finished in {outcome.seconds / 60:.1f} min: "
           f"{table['trial_id'].nunique() if len(table) else 0} trials with results, "
-          f"{failed} failed", file=out)
+          f"{len(failed)} failed", file=out)
+    for trial_id, error in failed.items():
+        print(f"  failed: {trial_id}: {error}", file=out)
     if len(rows):
         axes = [a for a in spec.axes if a in rows]
         view = comparison_table(_labelled(rows, axes).to_dict("records"), metric,

@@ -83,3 +83,142 @@ def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path):
     # The resumed progress line counts the folds finished before the kill too.
     progress = [line for line in done.stdout.splitlines() if "| folds " in line]
     assert progress and "folds 18/18" in progress[-1], progress[-3:]
+
+
+# ------------------------------------------------------------------ processes of one sweep
+def tiny_command(storage: Path, name: str, *extra) -> list[str]:
+    return [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(storage),
+            "--name", name, "--num-cpus", "2", "--no-mlflow", *extra]
+
+
+def start_driver(storage: Path, name: str, *extra, log: Path | None = None) -> subprocess.Popen:
+    """A sweep's driver as its own process (a session of its own: the test kills it alone)."""
+    out = open(log, "w") if log else subprocess.DEVNULL
+    return subprocess.Popen(tiny_command(storage, name, *extra), start_new_session=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=out,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def ended(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> dict:
+    """SIGKILL the driver alone, then SIGSTOP what of its Ray outlives it: real leftovers that
+    cannot end by themselves while the test looks (some would within a minute)."""
+    from sweeps.claim import leftovers
+    driver.kill()
+    driver.wait()
+    left = leftovers(str(root))
+    for pid in left:
+        os.kill(pid, signal.SIGSTOP)
+    return left
+
+
+@pytest.mark.slow
+def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
+    from sweeps.claim import sweep_processes
+    root, log = tmp_path / "worker", tmp_path / "worker.log"
+    driver = start_driver(tmp_path, "worker", log=log)
+    try:
+        wait_for_parts(root, 2)
+        before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
+        workers = [pid for pid, cmd in sweep_processes(str(root)).items()
+                   if cmd.startswith("ray::ImplicitFunc")]       # a trial's worker process
+        assert workers, sweep_processes(str(root))
+        os.kill(workers[0], signal.SIGKILL)
+        assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
+    finally:
+        driver.kill()
+    output = log.read_text()
+    assert "failed, retrying it" in output and "Traceback" not in output
+    after = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
+    assert {k: after[k] for k in before} == before          # finished folds were not redone
+    table = results(root)
+    assert len(after) == 6 * 3 and set(table["status"]) == {"ok"}
+    assert_each_fold_once(table, set(table["trial_id"]), range(3))
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_ray_process_after_cleanup_or_resume(tmp_path):
+    from sweeps.claim import leftovers, sweep_processes
+    root = tmp_path / "orphans"
+    driver = start_driver(tmp_path, "orphans")
+    wait_for_parts(root, 2)
+    left = kill_driver_and_freeze_its_ray(driver, root)
+    assert left, "the killed driver's Ray left no process to clean up"
+    cleanup = subprocess.run([sys.executable, "-m", "sweeps.cleanup", "--storage", str(tmp_path),
+                              "--name", "orphans"], capture_output=True, text=True, timeout=300)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert f"stopped {len(left)} Ray processes" in cleanup.stdout
+    assert all(ended(pid) for pid in left) and not leftovers(str(root))
+
+    # Killed again while resuming: the next --resume stops what that run left, then finishes.
+    driver = start_driver(tmp_path, "orphans", "--resume")
+    wait_for_parts(root, len(list((root / "parts").glob("*.parquet"))) + 1)
+    left = kill_driver_and_freeze_its_ray(driver, root)
+    assert left
+    done = subprocess.run(tiny_command(tmp_path, "orphans", "--resume"), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ended without finishing (killed?)" in done.stdout
+    assert f"stopped {len(left)} Ray processes" in done.stdout
+    assert all(ended(pid) for pid in left)
+    assert not sweep_processes(str(root), orphaned=True)
+    table = results(root)
+    assert_each_fold_once(table, set(table["trial_id"]), range(3))
+    assert table["trial_id"].nunique() == 6
+
+
+@pytest.mark.slow
+def test_a_second_sweep_of_the_same_name_is_refused_while_the_first_runs(tmp_path, capsys):
+    import ray
+
+    from sweeps.regression import main as regression
+    root, log = tmp_path / "twice", tmp_path / "first.log"
+    first = start_driver(tmp_path, "twice", log=log)
+    try:
+        deadline = time.monotonic() + 300
+        while not (root / "sweep.lock").exists() or not (root / "sweep.lock").read_text():
+            assert time.monotonic() < deadline and first.poll() is None, log.read_text()
+            time.sleep(0.2)
+        ray_before = ray.is_initialized()
+        for again in ([], ["--resume"]):
+            code = regression([*TINY, "--storage", str(tmp_path), "--name", "twice",
+                               "--no-mlflow", *again])
+            err = capsys.readouterr().err
+            assert code == 2 and "the sweep 'twice' is running now (pid " in err, err
+            assert "--name for a new sweep" in err and "Traceback" not in err
+        assert ray.is_initialized() == ray_before         # refused before Ray
+        assert first.wait(timeout=600) == 0, log.read_text()[-3000:]
+    finally:
+        first.kill()
+    table = results(root)
+    assert table["trial_id"].nunique() == 6
+    assert_each_fold_once(table, set(table["trial_id"]), range(3))
+    assert (root / "sweep.lock").read_text() == ""           # released at the end
+
+
+@pytest.mark.slow
+def test_a_sweep_with_failed_trials_lists_them_with_their_errors_and_exits_1(tmp_path):
+    # PoissonRegressor refuses the standardised (partly negative) targets of every fold: a real
+    # error raised inside the competitor trial, on every attempt.
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeps.regression", "--dataset", "diabetes", "--grid", "demo",
+         "--folds", "3", "--members", "2", "--epsilons", "0", "--set", "n_samples=100",
+         "epochs=1", "--competitors", "sklearn.linear_model.PoissonRegressor",
+         "--max-failures", "1", "--num-cpus", "2", "--no-mlflow", "--storage", str(tmp_path),
+         "--name", "failing"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    message = "ValueError: Some value(s) of y are out of the valid range of the loss"
+    assert "Traceback" not in done.stdout + done.stderr
+    assert f"failed, retrying it: {message}" in done.stdout
+    listed = [line for line in done.stdout.splitlines() if line.startswith("  failed: ")]
+    assert len(listed) == 1 and "PoissonRegressor_competitors" in listed[0], done.stdout
+    assert message in listed[0]
+    assert "error: 1 trials failed after their retries" in done.stderr
+    table = results(tmp_path / "failing")
+    assert set(table.loc[table["status"] == "failed", "error"].str[:len(message)]) == {message}

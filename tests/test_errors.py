@@ -1,0 +1,48 @@
+"""Errors keep their message across processes: a trial raises them in a Ray worker and the
+driver reports them (a ConfigError once arrived as a TypeError about its constructor)."""
+
+import pickle
+
+import pytest
+
+from sbfn_dist.errors import ConfigError, DataError, SbfnError
+from sbfn_dist.estimators import FitDivergedError
+from sweeps.claim import SweepBusy
+from sweeps.resources import ResourceError
+from sweeps.store import StorageError
+
+EVERY_ERROR = [ConfigError("epochs", 0, "an integer >= 1"), DataError("too few rows"),
+               SbfnError("bad input"), FitDivergedError("lower lr"), ResourceError("no GPU"),
+               StorageError("read-only"), SweepBusy("running now")]
+
+
+@pytest.mark.parametrize("error", EVERY_ERROR, ids=lambda e: type(e).__name__)
+def test_every_error_survives_pickling_as_itself(error):
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error)
+    assert vars(again) == vars(error)
+
+
+def test_a_config_error_keeps_its_field_value_and_what_is_allowed():
+    again = pickle.loads(pickle.dumps(ConfigError("epsilon", 1.5, "a number in [0, 1]")))
+    assert (again.field, again.value, again.allowed) == ("epsilon", 1.5, "a number in [0, 1]")
+
+
+def test_a_config_error_raised_in_a_ray_task_reaches_the_caller_as_itself():
+    import ray
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+
+    @ray.remote(num_cpus=0)
+    def trial():
+        raise ConfigError("epochs", 0, "an integer >= 1")
+
+    try:
+        with pytest.raises(ConfigError) as caught:
+            ray.get(trial.remote())
+    finally:
+        if started:
+            ray.shutdown()
+    assert "config field 'epochs' = 0 is not allowed: an integer >= 1" in str(caught.value)
+    assert caught.value.field == "epochs"
