@@ -20,12 +20,17 @@ RAY_DEFAULTS = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disa
                 "RAY_AIR_NEW_OUTPUT": "0"}
 
 
-@contextlib.contextmanager
 def ray_environment():
-    """RAY_DEFAULTS for the variables not set, for the duration of the block; afterwards those
-    the block set (and nothing else changed since) are removed again. The Ray processes started
-    inside keep the values: they inherited them at start."""
-    added = {k: v for k, v in RAY_DEFAULTS.items() if k not in os.environ}
+    """RAY_DEFAULTS while the sweep runs. The Ray processes started inside keep the values:
+    they inherited them at start."""
+    return defaults_while(RAY_DEFAULTS)
+
+
+@contextlib.contextmanager
+def defaults_while(values: dict):
+    """`values` for the variables not set, for the duration of the block; afterwards those the
+    block set (and nothing else changed since) are removed again."""
+    added = {k: v for k, v in values.items() if k not in os.environ}
     os.environ.update(added)
     try:
         yield

@@ -472,9 +472,8 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     print(f"\nresults:  {outcome.root}/results.parquet", file=out)
     if outcome.tracking_uri:
         print(f"MLflow:   {outcome.tracking_uri} (experiment '{opts.name}')", file=out)
-        if outcome.tracking_uri.startswith("sqlite"):
-            print(f"  open the UI: mlflow ui --backend-store-uri {outcome.tracking_uri} "
-                  "--host 127.0.0.1 --port 5000   then http://127.0.0.1:5000", file=out)
+        from sweeps.tracking import ui_hint
+        print(ui_hint(outcome.tracking_uri, opts.name), file=out)
     if outcome.study:
         copy = f"; a copy at {outcome.study_copy}" if outcome.study_copy else ""
         print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "

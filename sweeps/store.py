@@ -4,6 +4,7 @@
     <root>/parts/<key>-f<k>.parquet   one fold/split of one trial, written by the trial itself
     <root>/parts/<key>-failed.parquet a trial that failed after its retries (status "failed")
     <root>/results.parquet       every part in one table, rewritten by the driver as parts land
+    <root>/mlflow-unlogged.json  MLflow logging that did not reach the store (sweeps/tracking.py)
 
 Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites
 instead of duplicating, and a trial that finds its fold's part already there skips the work.
@@ -74,7 +75,14 @@ class ResultStore:
             self.fs.delete_file(path)
 
     def write_spec(self, spec: dict) -> None:
-        self._write_bytes(f"{self.root}/{SPEC_FILE}", json.dumps(spec, indent=1).encode())
+        self.write_json(SPEC_FILE, spec)
+
+    def write_json(self, relative: str, value) -> None:
+        self._write_bytes(f"{self.root}/{relative}", json.dumps(value, indent=1).encode())
+
+    def delete(self, relative: str) -> None:
+        if self.has(relative):
+            self.fs.delete_file(f"{self.root}/{relative}")
 
     def consolidate(self) -> pd.DataFrame:
         """Rewrite results.parquet from every part; returns the table."""
@@ -107,7 +115,11 @@ class ResultStore:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def read_spec(self) -> dict | None:
-        path = f"{self.root}/{SPEC_FILE}"
+        return self.read_json(SPEC_FILE)
+
+    def read_json(self, relative: str):
+        """<root>/<relative> parsed, or None when there is no such file."""
+        path = f"{self.root}/{relative}"
         if not self._exists(path):
             return None
         with self.fs.open_input_stream(path) as f:

@@ -1,29 +1,63 @@
-"""MLflow logging from the driver: one experiment per sweep, one run per configuration (a Ray
-trial that trains a pack of configurations logs one run for each).
+"""MLflow logging from the driver, laid out as MLflow's users expect it:
+
+    experiment <sweep>            tagged mlflow.experimentKind = custom_model_development, so
+                                  the UI opens on its runs table (not the GenAI overview)
+      run <sweep>                 the parent (tag role = sweep): grid, data set, command, the
+                                  shared settings; at the end each model's best CV mean
+        run <configuration key>   nested (mlflow.parentRunId): the configuration's params, its
+                                  metrics per fold as steps, its records as artifacts
 
 Why the driver (a Tune callback) and not the workers: workers then need no route to the
 tracking server (cluster GPU nodes stay private), the sqlite store has a single writer, and a
 trial that crashes cannot leave a run half-logged. Ray's MLflowLoggerCallback does the same,
 but keys runs by in-memory Trial objects, so a resumed sweep would open a second run per
-trial; here runs are found again by the `trial_id` tag.
+trial; here runs are found again by tags (`trial_id`, and role = sweep for the parent).
+
+Why a queue and a thread: Tune calls its callbacks inside its scheduling loop, so a tracking
+server that stops answering stopped the whole sweep (MLflow's client retried for ~7 minutes
+per call). The callback only queues; one thread applies each logging operation (a plain dict,
+`SweepTracker.apply`) with bounded HTTP retries; after a failure it stops trying for
+COOLDOWN_S. Operations that did not reach the store are saved in the results directory
+(mlflow-unlogged.json), listed at the end of the sweep, and `python -m sweeps.relog` applies
+them later: results.parquet holds every record either way.
 """
 
 import json
+import math
 import os
+import queue
+import re
 import subprocess
+import sys
 import tempfile
-import warnings
+import threading
+import time
 
 from ray.tune import Callback
 
 from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.records import metric_of
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.tasks import TASKS
+from sweeps.environment import defaults_while
 from sweeps.store import ResultStore
-from sweeps.trainable import folds_of
+from sweeps.trainable import folds_of, summarise
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
+MLFLOW_PARAM_CHARS = 6000         # and values up to 6000 characters
 NUMERIC = (int, float)
+# Without these MLflow's client retries a dead server 7 times with doubling back-off and
+# 120 s timeouts (minutes per call); with them a refused connection fails in 2.4-5.6 s
+# (measured, the back-off has jitter).
+# The last one stops a "View run ... at" line (and one more request) per finished run.
+# A user's own settings of these variables win; they hold only while the sweep (or the
+# logging thread, or sweeps.relog) runs (sweeps/environment.py).
+CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
+COOLDOWN_S = 30.0                 # after a failed operation, the next ones go straight to the list
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}   # the UI's runs table
+PARENT = "mlflow.parentRunId"     # MLflow's nesting tag (what start_run(nested=True) sets)
+SWEEP_ROLE = "sweep"              # the parent run's `role` tag (configurations: ensemble, ...)
 
 
 class TrackingError(SbfnError):
@@ -41,18 +75,34 @@ def code_version() -> str:
 
 
 def open_experiment(tracking_uri: str, name: str, artifact_location: str | None):
-    """Connect (fail fast if unreachable) and get or create the sweep's experiment."""
+    """Connect (fail fast if unreachable), get or create the sweep's experiment and tag it as
+    model training."""
     from mlflow import MlflowClient
     client = MlflowClient(tracking_uri)
     try:
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            return client, client.create_experiment(name, artifact_location=artifact_location)
+        with defaults_while(CLIENT_SETTINGS):
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                return client, client.create_experiment(name, artifact_location=artifact_location,
+                                                        tags=EXPERIMENT_KIND)
+            for key, value in EXPERIMENT_KIND.items():
+                if key not in experiment.tags:     # a sweep logged before the tag existed
+                    client.set_experiment_tag(experiment.experiment_id, key, value)
     except Exception as exc:  # mlflow raises MlflowException, requests errors, sqlite errors
         raise TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
-                            f"{str(exc).splitlines()[0][:300]}. Check --mlflow-uri (a running "
-                            "server, or sqlite:///ABSOLUTE/PATH.db), or pass --no-mlflow") from None
+                            f"{first_line(exc)}. Check --mlflow-uri (a running server, or "
+                            "sqlite:///ABSOLUTE/PATH.db), or pass --no-mlflow") from None
     return client, experiment.experiment_id
+
+
+def first_line(exc: Exception) -> str:
+    """The error in a few words: the OS's reason when a connection failed (MLflow wraps it in
+    a long retry message), else the first line."""
+    text = str(exc).strip()
+    reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if reason:
+        return reason.group(1).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def flat_params(config: dict) -> dict:
@@ -67,100 +117,327 @@ def flat_params(config: dict) -> dict:
     return out
 
 
+def numeric_metrics(values: dict, keep, stamp: int, step: int) -> list:
+    from mlflow.entities import Metric
+    return [Metric(k, float(v), stamp, step) for k, v in values.items()
+            if keep(k) and isinstance(v, NUMERIC) and not isinstance(v, bool)]
+
+
+class SweepTracker:
+    """Applies logging operations to the sweep's experiment, synchronously. An operation is a
+    plain dict (JSON), so one that fails can be saved and applied again later:
+
+        {"op": "sweep"}                                  find or open the parent run
+        {"op": "start", "config": c}                     find or open c's run
+        {"op": "fold", "config": c, "fold": k, "summary": s, "stamp": ms}
+        {"op": "finish", "config": c, "status": "FINISHED" | "FAILED"}
+        {"op": "end"}                                    the parent's summary, from the records
+    """
+
+    def __init__(self, tracking_uri: str, sweep: dict, store: ResultStore,
+                 artifact_location: str | None = None):
+        self.client, self.experiment_id = open_experiment(tracking_uri, sweep["name"],
+                                                          artifact_location)
+        self.sweep, self.store = sweep, store
+        self.metric = metric_of(sweep["task"])
+        self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
+                     "task": sweep["task"], "code_version": code_version()}
+        self.runs: dict = {}
+        self._parent: str | None = None
+
+    def apply(self, op: dict) -> None:
+        kind, args = op["op"], {k: v for k, v in op.items() if k != "op"}
+        {"sweep": self._sweep, "start": self.run_id, "fold": self._fold,
+         "finish": self._finish, "end": self._end}[kind](**args)
+
+    # --- runs ---------------------------------------------------------------------------------
+    def _search(self, tag: str, value: str) -> str | None:
+        found = self.client.search_runs([self.experiment_id], f"tags.{tag} = '{value}'",
+                                        max_results=1)
+        return found[0].info.run_id if found else None
+
+    def _sweep(self) -> None:
+        self.client.update_run(self.parent_id, status="RUNNING")
+
+    @property
+    def parent_id(self) -> str:
+        """The sweep's own run, found again on --resume by its role tag."""
+        if self._parent is None:
+            self._parent = self._search("role", SWEEP_ROLE) or self._open_parent()
+        return self._parent
+
+    def _open_parent(self) -> str:
+        spec = self.store.read_spec() or {}
+        note = (f"Sweep `{self.sweep['name']}`: grid {self.sweep['grid']} on "
+                f"{self.sweep['dataset']}; records in {self.store.root}/results.parquet; "
+                f"command: `{spec.get('command') or '?'}`")
+        tags = {**self.tags, "role": SWEEP_ROLE, "mlflow.note.content": note}
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.sweep["name"])
+        params = {**flat_params(spec.get("base", {})), "grid": self.sweep["grid"],
+                  "search": spec.get("search", ""), "command": spec.get("command", ""),
+                  "configurations": str(spec.get("n_trials_expected", "")),
+                  "folds_expected": str(spec.get("n_folds_expected", ""))}
+        self._log_params(run.info.run_id, params)
+        return run.info.run_id
+
+    def run_id(self, config: dict) -> str:
+        """The configuration's run (nested in the sweep's), found again by its trial_id tag."""
+        key = config["trial_id"]
+        if key not in self.runs:
+            found = self._search("trial_id", key)
+            if found:      # also nests a run logged before sweeps had a parent run
+                self.client.set_tag(found, PARENT, self.parent_id)
+            self.runs[key] = found or self._open_run(config)
+        return self.runs[key]
+
+    def _open_run(self, config: dict) -> str:
+        tags = {**self.tags, "trial_id": config["trial_id"], "task": config["task"],
+                "role": config["extra"].get("role", ""), PARENT: self.parent_id}
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=config["trial_id"])
+        self._log_params(run.info.run_id, flat_params(config))
+        return run.info.run_id
+
+    def _log_params(self, run_id: str, params: dict) -> None:
+        from mlflow.entities import Param
+        items = [Param(k, v[:MLFLOW_PARAM_CHARS]) for k, v in params.items()]
+        for i in range(0, len(items), MLFLOW_PARAM_CHUNK):
+            self.client.log_batch(run_id, params=items[i:i + MLFLOW_PARAM_CHUNK])
+
+    # --- metrics ------------------------------------------------------------------------------
+    def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
+        """Fold k's own scores as `fold/<metric>/...` at step k, and the running CV means
+        (sweeps.trainable.summarise) at step = folds done: the runs table shows the means."""
+        running = numeric_metrics(summary, self._summary_metric, stamp,
+                                  int(summary.get("folds_done", 0)))
+        part = self.store.read_part(config["trial_id"], fold) or []
+        scores = summarise(part, "") if part else {}
+        per_fold = numeric_metrics({f"fold/{k}": v for k, v in scores.items()},
+                                   lambda k: k.startswith(f"fold/{self.metric}/"), stamp, int(fold))
+        self.client.log_batch(self.run_id(config), metrics=running + per_fold)
+
+    def _summary_metric(self, name: str) -> bool:
+        return name.startswith(f"{self.metric}/") or name in ("objective", "folds_done", "not_ok")
+
+    def _finish(self, config: dict, status: str) -> None:
+        """Records as artifacts; a failed trial fails only the runs whose configuration misses
+        a fold (the others finished in the store)."""
+        key, run = config["trial_id"], self.run_id(config)
+        mine = self.store.read_parts(key)
+        if len(mine):
+            with tempfile.TemporaryDirectory() as d:
+                mine.to_parquet(os.path.join(d, "records.parquet"), index=False)
+                mine.to_csv(os.path.join(d, "records.csv"), index=False)
+                self.client.log_artifacts(run, d)
+        complete = all(self.store.has_part(key, f) for f in folds_of(config))
+        self.client.set_terminated(run, "FINISHED" if complete else status)
+
+    def _end(self) -> None:
+        """The parent's summary from the records: each model's best CV mean over the
+        configurations (the runs table's column of that metric), and what finished."""
+        table = self.store.read_parts()
+        ok = table[table["status"] != "failed"] if len(table) else table
+        failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0
+        metrics = {"configurations": ok["trial_id"].nunique() if len(ok) else 0,
+                   "configurations_failed": failed,
+                   "folds_done": len(ok.drop_duplicates(["trial_id", "fold"])) if len(ok) else 0,
+                   **self._best_means(ok)}
+        stamp = int(time.time() * 1000)
+        self.client.log_batch(self.parent_id,
+                              metrics=numeric_metrics(metrics, lambda k: True, stamp, 0))
+        self.client.set_terminated(self.parent_id, "FAILED" if failed else "FINISHED")
+
+    def _best_means(self, ok) -> dict:
+        sign = TASKS[self.sweep["task"]].sign()
+        best: dict = {}
+        if not len(ok):
+            return best
+        for _, rows in ok.groupby("trial_id"):
+            if "role" in rows and (rows["role"] == "reference").all():   # M = 1 is its own
+                rows = rows.assign(model=REFERENCE_MODEL)    # model, as in the sweep's table
+            for name, value in summarise(rows.to_dict("records"), "").items():
+                if name.startswith(f"{self.metric}/") and name.count("/") == 1 \
+                        and not math.isnan(value) \
+                        and (name not in best or sign * value < sign * best[name]):
+                    best[name] = value
+        return best
+
+
 class MLflowSweepLogger(Callback):
+    """Tune's callback: queues each event's operations for one logging thread and returns."""
+
     def __init__(self, tracking_uri: str, sweep: dict, resolve, store: ResultStore,
                  artifact_location: str | None = None):
         self.tracking_uri, self.sweep, self.resolve, self.store = tracking_uri, sweep, resolve, store
         self.artifact_location = artifact_location
-        self._client, self.experiment_id = open_experiment(tracking_uri, sweep["name"],
-                                                           artifact_location)
-        self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
-                     "code_version": code_version()}
-        self.metric_prefix = f"{metric_of(sweep['task'])}/"    # summarise's metric names
-        self.runs: dict = {}
-        self.warned = False
+        open_experiment(tracking_uri, sweep["name"], artifact_location)   # fail fast, here
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """What lives only in this process (Tune pickles its callbacks for resume)."""
+        self.queue: queue.Queue = queue.Queue()
+        self.worker: threading.Thread | None = None
+        self.tracker: SweepTracker | None = None
+        self.configs: dict = {}
+        self.missed: list = []
+        self.error = ""
+        self.down_until = 0.0
 
     def __getstate__(self):
-        # Tune pickles its callbacks with the experiment (for resume); clients reconnect.
-        return {**self.__dict__, "_client": None, "runs": {}}
+        keep = ("tracking_uri", "sweep", "resolve", "store", "artifact_location")
+        return {k: self.__dict__[k] for k in keep}
 
-    @property
-    def client(self):
-        if self._client is None:
-            self._client, self.experiment_id = open_experiment(
-                self.tracking_uri, self.sweep["name"], self.artifact_location)
-        return self._client
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._fresh()
 
-    def run_ids(self, trial) -> dict:
-        """The MLflow run of each configuration of the trial's pack, by configuration key."""
-        if trial.trial_id not in self.runs:
-            self.runs[trial.trial_id] = {c["trial_id"]: self._find_or_start(c)
-                                         for c in self.resolve(trial.config)}
-        return self.runs[trial.trial_id]
-
-    def _find_or_start(self, config: dict) -> str:
-        key = config["trial_id"]
-        found = self.client.search_runs([self.experiment_id], f"tags.trial_id = '{key}'",
-                                        max_results=1)
-        if found:
-            self.client.update_run(found[0].info.run_id, status="RUNNING")
-            return found[0].info.run_id
-        tags = {**self.tags, "trial_id": key, "role": config["extra"].get("role", ""),
-                "task": config["task"]}
-        run = self.client.create_run(self.experiment_id, tags=tags, run_name=key)
-        from mlflow.entities import Param
-        params = [Param(k, v[:6000]) for k, v in flat_params(config).items()]
-        for i in range(0, len(params), MLFLOW_PARAM_CHUNK):
-            self.client.log_batch(run.info.run_id, params=params[i:i + MLFLOW_PARAM_CHUNK])
-        return run.info.run_id
+    # --- Tune's hooks: queue and return ---------------------------------------------------------
+    def setup(self, **info):
+        self._submit(lambda: [{"op": "sweep"}])
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        self._safely(self.run_ids, trial)
+        self._submit(self._per_config(trial, lambda c: {"op": "start", "config": c}))
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._safely(self._log_metrics, trial, result)
+        summaries, fold = result.get("configs", {}), result.get("fold")
+        stamp = int(result.get("timestamp", time.time()) * 1000)
+        self._submit(self._per_config(trial, lambda c: {
+            "op": "fold", "config": c, "fold": fold, "summary": summaries[c["trial_id"]],
+            "stamp": stamp} if c["trial_id"] in summaries and fold is not None else None))
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._safely(self._finish, trial, "FINISHED")
+        self._submit(self._per_config(trial, lambda c: {"op": "finish", "config": c,
+                                                        "status": "FINISHED"}))
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._safely(self._finish, trial, "FAILED")
+        self._submit(self._per_config(trial, lambda c: {"op": "finish", "config": c,
+                                                        "status": "FAILED"}))
 
-    def _log_metrics(self, trial, result: dict) -> None:
-        """Each configuration's running summary (sweeps.trainable.summarise_pack) to its run,
-        as steps of folds done."""
-        from mlflow.entities import Metric
-        stamp = int(result.get("timestamp", 0) * 1000)
-        runs = self.run_ids(trial)
-        for key, summary in result.get("configs", {}).items():
-            step = int(summary.get("folds_done", 0))
-            metrics = [Metric(k, float(v), stamp, step) for k, v in summary.items()
-                       if (k.startswith(self.metric_prefix)
-                           or k in ("objective", "folds_done", "not_ok"))
-                       and isinstance(v, NUMERIC) and not isinstance(v, bool)]
-            self.client.log_batch(runs[key], metrics=metrics)
+    def on_experiment_end(self, trials, **info):
+        self._submit(lambda: [{"op": "end"}])
+        self.queue.put(None)
+        if self.worker is not None:
+            self.worker.join()
+        self.report(sys.stdout)
 
-    def _finish(self, trial, status: str) -> None:
-        """Each run gets its records as artifacts; a failed trial fails only the runs whose
-        configuration misses a fold (the others finished in the store)."""
-        for config in self.resolve(trial.config):
-            key = config["trial_id"]
-            mine = self.store.read_parts(key)
-            if len(mine):
-                with tempfile.TemporaryDirectory() as d:
-                    mine.to_parquet(os.path.join(d, "records.parquet"), index=False)
-                    mine.to_csv(os.path.join(d, "records.csv"), index=False)
-                    self.client.log_artifacts(self.run_ids(trial)[key], d)
-            complete = all(self.store.has_part(key, f) for f in folds_of(config))
-            self.client.set_terminated(self.run_ids(trial)[key],
-                                       "FINISHED" if complete else status)
+    # --- the logging thread -----------------------------------------------------------------------
+    def _per_config(self, trial, make):
+        """Operations for each configuration of the trial's pack, resolved in the thread."""
+        trial_id, params = trial.trial_id, trial.config
 
-    def _safely(self, fn, *args) -> None:
-        """A tracking hiccup must not stop the sweep: results are in results.parquet anyway."""
+        def ops():
+            if trial_id not in self.configs:
+                self.configs[trial_id] = self.resolve(params)
+            return [op for op in map(make, self.configs[trial_id]) if op]
+        return ops
+
+    def _submit(self, ops) -> None:
+        if self.worker is None:
+            self.worker = threading.Thread(target=self._work, daemon=True, name="mlflow-logger")
+            self.worker.start()
+        self.queue.put(ops)
+
+    def _work(self) -> None:
+        with defaults_while(CLIENT_SETTINGS):
+            self._drain()
+
+    def _drain(self) -> None:
+        while (ops := self.queue.get()) is not None:
+            try:
+                batch = ops()
+            except Exception as exc:  # noqa: BLE001 - a bug here must not end the thread
+                print(f"[{self.sweep['name']}] MLflow: could not make the logging operations "
+                      f"of an event ({type(exc).__name__}: {exc})", flush=True)
+                continue
+            for op in batch:
+                self._apply(op)
+
+    def _apply(self, op: dict) -> None:
+        if time.monotonic() < self.down_until:
+            self.missed.append(op)
+            return
         try:
-            fn(*args)
-        except Exception as exc:  # noqa: BLE001 - logged, never fatal mid-sweep
-            if not self.warned:
-                warnings.warn(f"MLflow logging failed ({type(exc).__name__}: {exc}); the sweep "
-                              "goes on and results.parquet keeps every record", stacklevel=1)
-                self.warned = True
+            if self.tracker is None:
+                self.tracker = SweepTracker(self.tracking_uri, self.sweep, self.store,
+                                            self.artifact_location)
+            self.tracker.apply(op)
+        except Exception as exc:  # noqa: BLE001 - listed and saved; the sweep goes on
+            self.missed.append(op)
+            self.error = f"{type(exc).__name__}: {first_line(exc)}"
+            self.down_until = time.monotonic() + COOLDOWN_S
+            print(f"[{self.sweep['name']}] MLflow logging failed ({self.error}); the sweep goes "
+                  f"on, retrying in {COOLDOWN_S:.0f} s; what is not logged is listed at the end",
+                  flush=True)
+
+    # --- the end --------------------------------------------------------------------------------
+    def report(self, out) -> None:
+        """Save what did not reach the store (with what an earlier run of this sweep missed)
+        and list it with the command that logs it later."""
+        if not self.missed:
+            return
+        ledger = Ledger(self.store)
+        ops = ledger.ops() + self.missed
+        ledger.write(ops, self.tracking_uri, self.sweep, self.artifact_location, self.error)
+        print(f"\n[{self.sweep['name']}] MLflow: {len(self.missed)} logging operations did not "
+              f"reach {self.tracking_uri} ({self.error}); not logged:\n{describe(ops)}\n"
+              "  results.parquet holds every record. Once the tracking store answers, log them "
+              f"with\n    python -m sweeps.relog {self.store.location}\n  (the list: {ledger.path})",
+              file=out, flush=True)
+
+
+def ui_hint(tracking_uri: str, name: str) -> str:
+    """Where the sweep's runs table is in the MLflow UI."""
+    if tracking_uri.startswith("sqlite"):
+        return (f"  open the UI: mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 "
+                f"--port 5000\n    then http://127.0.0.1:5000{runs_page(tracking_uri, name)}")
+    if tracking_uri.startswith("http"):
+        return f"  runs table: {tracking_uri.rstrip('/')}{runs_page(tracking_uri, name)}"
+    return f"  runs table: the experiment '{name}' (sidebar switch: Model training)"
+
+
+def runs_page(tracking_uri: str, name: str) -> str:
+    """The experiment's runs table. MLflow 3.17's UI ignores mlflow.experimentKind: its
+    sidebar switch (GenAI by default, remembered by the browser) or ?workflowType= decides."""
+    try:
+        experiment = open_experiment(tracking_uri, name, None)[1]
+    except TrackingError:      # the store is gone (a killed server)
+        return f"/#/experiments (open '{name}'; sidebar switch: Model training)"
+    return f"/#/experiments/{experiment}/runs?workflowType=machine_learning"
+
+
+def describe(ops: list[dict], limit: int = 12) -> str:
+    """One line per run: what of it is missing (`run`, folds, records/status, summary)."""
+    what: dict = {}
+    for op in ops:
+        run = op["config"]["trial_id"] if "config" in op else "the sweep's run"
+        label = {"sweep": "run", "start": "run", "end": "summary and status",
+                 "finish": "records and status"}.get(op["op"]) or f"fold {op['fold']}"
+        what.setdefault(run, [])
+        if label not in what[run]:
+            what[run].append(label)
+    lines = [f"    {run}: {', '.join(labels)}" for run, labels in what.items()]
+    more = [f"    ... and {len(lines) - limit} more runs"] if len(lines) > limit else []
+    return "\n".join(lines[:limit] + more)
+
+
+class Ledger:
+    """mlflow-unlogged.json in the results directory: the operations to apply again."""
+
+    NAME = "mlflow-unlogged.json"
+
+    def __init__(self, store: ResultStore):
+        self.store, self.path = store, f"{store.root}/{self.NAME}"
+
+    def read(self) -> dict:
+        return self.store.read_json(self.NAME) or {}
+
+    def ops(self) -> list[dict]:
+        return self.read().get("ops", [])
+
+    def write(self, ops: list[dict], tracking_uri: str, sweep: dict,
+              artifact_location: str | None, error: str) -> None:
+        if not ops:
+            self.store.delete(self.NAME)
+            return
+        self.store.write_json(self.NAME, {"tracking_uri": tracking_uri, "sweep": sweep,
+                                          "artifact_location": artifact_location,
+                                          "error": error, "ops": ops})

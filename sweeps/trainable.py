@@ -94,7 +94,9 @@ def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
             records[key] += part
         done.add(fold)
         # fold_computed tells the progress line which folds cost time (read-backs do not).
-        _report({**summarise_pack(records, objective), "fold_computed": bool(todo)}, done)
+        # fold: the fold just done (MLflow logs its own scores at that step).
+        _report({**summarise_pack(records, objective), "fold": fold,
+                 "fold_computed": bool(todo)}, done)
 
 
 def summarise_pack(records: dict, objective: str) -> dict:

@@ -38,7 +38,9 @@ def assert_each_fold_once(table: pd.DataFrame, trial_ids, folds) -> None:
 
 
 def mlflow_runs(tracking_uri: str, experiment: str):
+    """The configurations' runs (the sweep's own parent run left out)."""
     from mlflow import MlflowClient
     client = MlflowClient(tracking_uri)
     exp = client.get_experiment_by_name(experiment)
-    return client, client.search_runs([exp.experiment_id], max_results=1000)
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    return client, [r for r in runs if r.data.tags.get("role") != "sweep"]

@@ -1,0 +1,71 @@
+"""Log to MLflow what a sweep could not: the operations saved in its mlflow-unlogged.json.
+
+    python -m sweeps.relog results/<name> [--mlflow-uri URI]
+
+A sweep whose tracking store stopped answering keeps going and saves each logging operation
+that failed (sweeps/tracking.py); this applies them in their order, reading the records from
+the results directory, and keeps only those that fail again. Runs are found by their tags, so
+nothing is logged twice into a second run.
+"""
+
+import argparse
+import sys
+
+from sbfn_dist.errors import SbfnError
+from sbfn_dist.usage import HelpFormatter
+from sweeps.environment import defaults_while
+from sweeps.store import ResultStore
+from sweeps.tracking import CLIENT_SETTINGS, Ledger, SweepTracker, describe, first_line
+
+
+def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
+    """Apply the saved operations; stop at the first that fails (the store went away again)
+    and keep it and the rest. Returns how many are still unlogged."""
+    out = out or sys.stdout
+    ledger = Ledger(ResultStore(results))
+    saved = ledger.read()
+    if not saved.get("ops"):
+        print(f"nothing to log: {ledger.path} lists no operation", file=out)
+        return 0
+    uri = tracking_uri or saved["tracking_uri"]
+    with defaults_while(CLIENT_SETTINGS):
+        done, error = apply_until_failure(
+            SweepTracker(uri, saved["sweep"], ledger.store, saved["artifact_location"]),
+            saved["ops"])
+    ops = saved["ops"]
+    left = ops[done:]
+    ledger.write(left, uri, saved["sweep"], saved["artifact_location"], error)
+    print(f"logged {done} of {len(ops)} operations to {uri} (experiment "
+          f"'{saved['sweep']['name']}')", file=out)
+    if left:
+        print(f"still not logged ({error}):\n{describe(left)}\n  run this again once the "
+              "tracking store answers", file=out)
+    return len(left)
+
+
+def apply_until_failure(tracker: SweepTracker, ops: list[dict]) -> tuple[int, str]:
+    """How many operations were applied before the first failure, and its error."""
+    for done, op in enumerate(ops):
+        try:
+            tracker.apply(op)
+        except Exception as exc:  # noqa: BLE001 - kept for the next try, and said
+            return done, f"{type(exc).__name__}: {first_line(exc)}"
+    return len(ops), ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sweeps.relog", formatter_class=HelpFormatter,
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("results", help="the sweep's results directory or URI (<storage>/<name>)")
+    parser.add_argument("--mlflow-uri", help="tracking URI to log to (default: the one the sweep "
+                        "used, saved in mlflow-unlogged.json)")
+    args = parser.parse_args(argv)
+    try:
+        return 1 if relog(args.results, args.mlflow_uri) else 0
+    except SbfnError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""MLflow as its users know it: a parent run per sweep with the configurations nested, per-fold
+metrics as steps, the README's UI instructions followed in a real `mlflow ui` and headless
+Chromium; and a tracking server killed mid-sweep costs the sweep nothing but the logs, which
+`python -m sweeps.relog` writes later."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeps.relog import relog
+from sweeps.tools import mlflow_server
+from tests.browser import chromium
+from tests.sweep_helpers import assert_each_fold_once, config_keys, mlflow_runs, results, run_tiny
+
+pytestmark = pytest.mark.timeout(900)
+README = Path(__file__).resolve().parents[1] / "README.md"
+TINY_MLFLOW = ("--members", "2")      # M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A tiny sweep logged to its default sqlite store, and what it printed."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        outcome = run_tiny(tmp_path_factory.mktemp("mlflow"), *TINY_MLFLOW, name="tiny")
+    return outcome, out.getvalue()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cv_means(table: pd.DataFrame, model: str) -> pd.Series:
+    """Each configuration's CV mean RMSE of `model`'s best setting, from the records alone."""
+    rows = table[(table["status"] == "ok") & (table["model"] == model)]
+    return rows.groupby(["trial_id", "model_params"])["rmse"].mean().groupby("trial_id").min()
+
+
+def test_the_sweep_is_a_parent_run_with_its_configurations_nested(sweep):
+    outcome, printed = sweep
+    assert "did not reach" not in printed and "logging failed" not in printed, printed
+    client, children = mlflow_runs(outcome.tracking_uri, "tiny")
+    experiment = client.get_experiment_by_name("tiny")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    parents = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent.info.run_name == "tiny" and parent.info.status == "FINISHED"
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    assert sorted(c.data.tags["trial_id"] for c in children) == sorted(config_keys(outcome))
+    params = parent.data.params
+    assert (params["grid"], params["dataset"], params["configurations"]) == ("demo", "diabetes", "4")
+    spec = json.loads((Path(outcome.root) / "sweep.json").read_text())
+    assert params["command"] == spec["command"] and params["folds"] == "3"
+
+    table = results(outcome.root)     # the parent's summary, against the records
+    for model in ("sbfn_ls", "svm_rbf"):
+        assert parent.data.metrics[f"rmse/{model}"] == pytest.approx(cv_means(table, model).min())
+    assert parent.data.metrics["folds_done"] == 4 * 3
+    assert parent.data.metrics["configurations_failed"] == 0
+
+
+def test_each_fold_is_a_step_of_its_own_scores_and_of_the_running_mean(sweep):
+    outcome, _ = sweep
+    client, children = mlflow_runs(outcome.tracking_uri, "tiny")
+    table = results(outcome.root)
+    run = next(r for r in children if r.data.tags["role"] == "ensemble")
+    mine = table[(table["trial_id"] == run.data.tags["trial_id"]) & (table["model"] == "sbfn_ls")
+                 & (table["lambda2"] == 3.0)].sort_values("fold")
+    steps, values = history(client, run, "fold/rmse/sbfn_ls/lambda2-3")
+    assert steps == list(mine["fold"]) and values == pytest.approx(list(mine["rmse"]))
+    steps, values = history(client, run, "rmse/sbfn_ls/lambda2-3")
+    assert steps == [1, 2, 3]                     # folds done: the CV mean after 1, 2, 3 folds
+    assert values == pytest.approx(list(mine["rmse"].expanding().mean()))
+
+
+def history(client, run, metric: str) -> tuple[list, list]:
+    points = sorted(client.get_metric_history(run.info.run_id, metric), key=lambda m: m.step)
+    return [m.step for m in points], [m.value for m in points]
+
+
+# --- the README's instructions, followed in a real MLflow UI ----------------------------------
+def readme_ui_steps() -> dict:
+    """The README's MLflow lines: the `mlflow ui` command, the page, the filter and the sort."""
+    text = README.read_text()
+    found = {key: re.search(pattern, text) for key, pattern in {
+        "command": r"`(\.venv/bin/mlflow ui [^`]+)`", "page": r"`(http://127\.0\.0\.1:5000/#[^`]+)`",
+        "filter": r"filter `([^`]+)`", "sort": r"sort by `([^`]+)`"}.items()}
+    missing = [key for key, match in found.items() if not match]
+    assert not missing, f"README.md's MLflow instructions lack: {missing}"
+    return {key: match.group(1) for key, match in found.items()}
+
+
+@pytest.fixture(scope="module")
+def mlflow_ui(sweep, tmp_path_factory):
+    """The README's `mlflow ui` command, on the sweep's store and a free port."""
+    outcome, _ = sweep
+    port = free_port()
+    command = readme_ui_steps()["command"].replace(".venv/bin/mlflow", f"{Path(sys.executable).parent}/mlflow") \
+        .replace("$PWD/results/<name>", outcome.root).replace("5000", str(port))
+    log = tmp_path_factory.mktemp("ui") / "ui.log"
+    with open(log, "wb") as f:
+        server = subprocess.Popen(command.split(), stdout=f, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300     # its default workers: 72 s on 2 busy cores
+        while not mlflow_server.healthy(port):
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def page_text(browser: str, url: str, profile: Path) -> str:
+    """The page's visible text once its scripts and requests are done, in headless Chromium."""
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--virtual-time-budget=20000", "--dump-dom", url]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    dom = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", dom, flags=re.S)
+    return re.sub(r"\s*(<[^>]+>\s*)+", " | ", dom)
+
+
+def test_the_printed_link_opens_the_runs_table_with_the_sweeps_run(sweep, mlflow_ui, tmp_path):
+    browser = chromium()
+    outcome, printed = sweep
+    link = re.search(r"then (http://127\.0\.0\.1:5000/#/\S+)", printed).group(1)
+    assert link == readme_ui_steps()["page"]        # experiment 1: the sweep's own store
+    text = page_text(browser, link.replace("http://127.0.0.1:5000", mlflow_ui), tmp_path / "p1")
+    assert "Run Name" in text and "| tiny |" in text     # the runs table, the sweep's run
+    assert "| 5 | matching runs" in text                  # the sweep's run and its 4 nested
+
+
+def test_the_readme_filter_and_sort_list_the_ensemble_runs_best_first(sweep, mlflow_ui, tmp_path):
+    browser = chromium()
+    outcome, _ = sweep
+    steps = readme_ui_steps()
+    metric = steps["sort"]
+    query = urllib.parse.urlencode({"searchFilter": steps["filter"], "orderByAsc": "true",
+                                    "orderByKey": f"metrics.`{metric}`"}, quote_via=urllib.parse.quote)
+    page = steps["page"].replace("http://127.0.0.1:5000", mlflow_ui)
+    text = page_text(browser, f"{page}&{query}", tmp_path / "p2")
+    best_first = cv_means(results(outcome.root), metric.split("/")[1]).sort_values()
+    shown = re.findall(r"\| (M\S+_eps\S+) \|", text)
+    assert shown == list(best_first.index), text[-3000:]
+
+
+# --- a tracking server killed mid-sweep -----------------------------------------------------------
+def kill_when_logging(port: int, pid: int, killed: dict) -> None:
+    """SIGKILL the server (its process group) once it holds a configuration's fold metrics."""
+    from mlflow import MlflowClient
+    client = MlflowClient(f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            experiment = client.get_experiment_by_name("killed")
+            if experiment and client.search_runs([experiment.experiment_id],
+                                                 "metrics.folds_done >= 1", max_results=1):
+                break
+        except Exception:  # noqa: BLE001 - the sweep may not have created it yet
+            pass
+        time.sleep(0.5)
+    os.killpg(pid, signal.SIGKILL)
+    killed["at"] = time.monotonic()
+
+
+# 10 folds instead of the smoke grid's 3: most of the sweep comes after the kill (the first
+# result comes ~25 s in on 2 busy cores, mostly Ray starting its workers).
+LONGER, FOLDS = (*TINY_MLFLOW, "--set", "folds=10"), list(range(10))
+
+
+def test_a_killed_tracking_server_costs_the_sweep_no_time_and_relog_fills_the_gaps(tmp_path,
+                                                                                   capsys):
+    baseline = run_tiny(tmp_path, *LONGER, "--no-mlflow", name="baseline").seconds
+    port, store = free_port(), tmp_path / "server"
+    pid = mlflow_server.start(store, str(store / "artifacts"), port=port, workers=1)
+    killed: dict = {}
+    threading.Thread(target=kill_when_logging, args=(port, pid, killed), daemon=True).start()
+    capsys.readouterr()
+    outcome = run_tiny(tmp_path, *LONGER, "--mlflow-uri", f"http://127.0.0.1:{port}",
+                       name="killed")
+    out = capsys.readouterr().out
+    assert "at" in killed, out[-3000:]
+    timing = (f"sweep {outcome.seconds:.1f} s with the server killed "
+              f"{time.monotonic() - killed['at']:.1f} s before it returned; {baseline:.1f} s "
+              "without MLflow")
+    print(timing)
+    assert_each_fold_once(results(outcome.root), config_keys(outcome), FOLDS)
+    assert outcome.seconds < baseline + 60, timing      # not minutes of retries
+    assert "logging operations did not reach" in out and "the sweep's run:" in out, out[-3000:]
+    assert f"python -m sweeps.relog {outcome.root}" in out
+    assert (Path(outcome.root) / "mlflow-unlogged.json").exists()
+
+    mlflow_server.start(store, str(store / "artifacts"), port=port, workers=1)
+    try:
+        assert relog(outcome.root) == 0
+        client, runs = mlflow_runs(f"http://127.0.0.1:{port}", "killed")
+        assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(config_keys(outcome))
+        assert all(r.info.status == "FINISHED" and r.data.metrics["folds_done"] == len(FOLDS)
+                   for r in runs)
+        for run in runs:      # every fold's own scores, at its step
+            key = next(k for k in run.data.metrics if k.startswith("fold/rmse/"))
+            assert history(client, run, key)[0] == FOLDS, (run.info.run_name, key)
+        assert not (Path(outcome.root) / "mlflow-unlogged.json").exists()
+    finally:
+        mlflow_server.stop(store)
