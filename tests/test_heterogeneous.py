@@ -209,7 +209,11 @@ def test_a_heterogeneous_sweep_runs_each_fold_as_a_trial_through_ray(tmp_path):
     spec, _, opts = regression.build(["--dataset", "diabetes", "--grid", "heterogeneous",
                                       "--storage", str(tmp_path), "--name", "het", "--no-mlflow",
                                       "--num-cpus", "2", "--set", "plugin_members=ridge,knn"])
-    outcome = run_sweep(smoke(spec), opts)
+    import ray
+    try:
+        outcome = run_sweep(smoke(spec), opts)
+    finally:
+        ray.shutdown()       # the sweep's local Ray must not outlive the test (test order)
     table = results(tmp_path / "het")
     assert len(outcome.trials) == 3
     assert sorted(table["fold"].unique()) == [0, 1, 2]
