@@ -263,10 +263,8 @@ def plugin_records(cfg: TrialConfig, fold: Fold, base: dict, ens) -> list[dict]:
     """One competitor row per plug-in, scored from the refit that gave its test column."""
     out = []
     for name, params, pred, seconds in ens.plugin_rows():
-        rec = records.for_model(base, cfg.to_dict(), name, "competitor")
-        bad = "" if np.isfinite(pred).all() else "plug-in predictions are not finite"
-        out.append(records.scored(rec, params, fold.score(pred), bad, train_seconds=seconds,
-                                  **_lambda2(cfg, {})))
+        out.append(competitor_row(cfg, fold, base, name, params, pred, "plug-in",
+                                  train_seconds=seconds))
     return out
 
 
@@ -287,11 +285,17 @@ def competitor_records(cfg: TrialConfig, name: str, fold: Fold, base: dict) -> l
         start = time.perf_counter()
         pred = _competitor_predict(model, fold)
         eval_seconds = time.perf_counter() - start
-        bad = "" if np.isfinite(pred).all() else "competitor predictions are not finite"
-        rec = records.for_model(base, cfg.to_dict(), name, "competitor")
-        out.append(records.scored(rec, params, fold.score(pred), bad, train_seconds=train_seconds,
-                                  eval_seconds=eval_seconds, **_lambda2(cfg, {})))
+        out.append(competitor_row(cfg, fold, base, name, params, pred, "competitor",
+                                  train_seconds=train_seconds, eval_seconds=eval_seconds))
     return out
+
+
+def competitor_row(cfg: TrialConfig, fold: Fold, base: dict, name: str, params: dict, pred,
+                   what: str, **seconds) -> dict:
+    """The scored row of a scikit-learn model's test predictions (a competitor or a plug-in)."""
+    rec = records.for_model(base, cfg.to_dict(), name, "competitor")
+    bad = "" if np.isfinite(pred).all() else f"{what} predictions are not finite"
+    return records.scored(rec, params, fold.score(pred), bad, **seconds, **_lambda2(cfg, {}))
 
 
 def _competitor_predict(model, fold: Fold) -> np.ndarray:
