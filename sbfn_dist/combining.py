@@ -34,9 +34,10 @@ from sbfn_dist.combiners.stacking import heterogeneous_combiner
 from sbfn_dist.diagnostics import (classification_diagnostics, count_parameters,
                                    regression_diagnostics)
 from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
-                               StreamRecorder, TrainingDiverged, train_cnn, train_mlp_pack)
+                               StreamRecorder, TrainingDiverged, train_cnn_pack, train_mlp_pack)
 from sbfn_dist.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
+from sbfn_dist.steps import resolve_engine, resolve_precision
 from sbfn_dist.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
@@ -56,10 +57,13 @@ def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
 
 def cnn_config(cfg, fold: int) -> CNNConfig:
     sgd = cfg.optimizer == "sgd"
+    device = resolve_device(cfg.device)
     return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,
                      lr=cfg.lr, momentum=cfg.momentum if sgd else CNNConfig.momentum,
-                     weight_decay=cfg.weight_decay, seed=fold_seed(cfg.seed, fold))
+                     weight_decay=cfg.weight_decay, seed=fold_seed(cfg.seed, fold),
+                     precision=resolve_precision(cfg.precision, device),
+                     engine=resolve_engine(cfg.step_engine, device))
 
 
 class RegressionEnsemble:
@@ -189,8 +193,9 @@ class ClassificationEnsemble:
         self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
         self.n_outputs = fold.n_classes
-        self.mcfg = None if fold.images is not None else mlp_config(cfg, fold.index,
-                                                                    "cross_entropy")
+        images = fold.images is not None
+        self.mcfg = mlp_config(cfg, fold.index, "cross_entropy") if not images else None
+        self.ccfg = cnn_config(cfg, fold.index) if images else None
 
     def settings(self) -> list:
         return [(n, {}) for n in self.cfg.combiners]
@@ -207,14 +212,6 @@ class ClassificationEnsemble:
 
     def plugin_rows(self) -> list:
         return []                    # plug-in hypotheses are regression's (fields.py)
-
-    def train_cnn(self) -> list:
-        """Images: the CNN stack with the heads stepping on it ([members] or [divergence])."""
-        try:
-            return [train_cnn(self.fold.images, self.fold.n_classes,
-                              cnn_config(self.cfg, self.fold.index), list(self.heads.values()))]
-        except TrainingDiverged as exc:
-            return [exc]
 
     def test_hypotheses(self, members):
         """((logits, probabilities) of the test part, seconds)."""
@@ -268,12 +265,10 @@ class ClassificationEnsemble:
 
 
 def train_together(ensembles: list) -> list:
-    """Train the members of one fold's ensembles (tabular ones agreeing on PACK_SHARED) as one
-    stack; per ensemble its TrainedMembers or the TrainingDiverged that ended its set."""
+    """Train the members of one fold's ensembles (tabular ones agreeing on PACK_SHARED, image
+    ones on CNN_PACK_SHARED) as one stack; per ensemble its TrainedMembers or the
+    TrainingDiverged that ended its set."""
     fold = ensembles[0].fold
-    if fold.images is not None:
-        [ens] = ensembles            # CNN stacks train one ensemble at a time
-        return ens.train_cnn()
     observers, start = [], 0
     recorder = _stream_recorder(ensembles)
     for ens in ensembles:
@@ -281,6 +276,9 @@ def train_together(ensembles: list) -> list:
         observers += ens.observers(start, stop)
         ens.stream = (recorder, start, stop) if ens.wants_stream else None
         start = stop
+    if fold.images is not None:
+        return train_cnn_pack(fold.images, fold.n_classes, [e.ccfg for e in ensembles],
+                              observers)
     results = train_mlp_pack(fold.x_train, fold.y_train, [e.mcfg for e in ensembles],
                              ensembles[0].n_outputs, observers + ([recorder] if recorder else []))
     trained = [e for e, m in zip(ensembles, results) if not isinstance(m, TrainingDiverged)]

@@ -283,6 +283,7 @@ class _TensorImages:
     device: str
     augment: bool = False
     batches = DeviceImages.batches
+    epoch = DeviceImages.epoch
 
 
 def _channel_moments(X: np.ndarray):

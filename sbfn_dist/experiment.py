@@ -27,6 +27,7 @@ from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.members import PACK_SHARED, TrainingDiverged
 from sbfn_dist.metrics import classification_scores, regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
+from sbfn_dist.steps import resolve_engine, resolve_precision
 from sbfn_dist.tasks import TASKS
 
 
@@ -86,21 +87,37 @@ FOLD_FIELDS = ("dataset", "task", "target", "data_dir", "include_random_vars", "
                "split", "folds", "fold", "test_fraction", "seed", "val_fraction", "device")
 
 
+# What the image trials of a pack may differ in: their epsilon (each set of the stack keeps its
+# own delta); everything else (data, split, kind, M, optimizer, heads) is the same.
+IMAGE_PACK_FREE = ("epsilon", "trial_id")
+
+
 def pack_key(cfg: TrialConfig):
     """Trials with the same key may train their members as one pack; None: never packed
-    (image trials train one CNN stack at a time; a competitor-only trial trains no members)."""
-    if cfg.modality != "tabular" or not cfg.combiners:
+    (a competitor-only trial trains no members)."""
+    if not cfg.combiners:
         return None
+    if cfg.modality == "image":
+        return ("image", *sorted((k, repr(v)) for k, v in cfg.to_dict().items()
+                                 if k not in IMAGE_PACK_FREE))
     mcfg = mlp_config(cfg, 0, TASKS[cfg.task].geometry)
     return (tuple(cfg.get(f) for f in FOLD_FIELDS), cfg.uses_validation(),
             tuple(getattr(mcfg, f) for f in PACK_SHARED))
 
 
 def _resolved(config) -> TrialConfig:
+    """The config with what "auto" chose on this machine: records carry the device, precision
+    and step engine used, not "auto"."""
     cfg = TrialConfig.from_dict(config)
-    if cfg.has("device"):     # records carry the device used, not "auto"
-        cfg = TrialConfig({**cfg.to_dict(), "device": resolve_device(cfg.device)})
-    return cfg
+    if not cfg.has("device"):
+        return cfg
+    device = resolve_device(cfg.device)
+    chosen = {"device": device}
+    if cfg.has("precision"):
+        chosen["precision"] = resolve_precision(cfg.precision, device)
+    if cfg.has("step_engine"):
+        chosen["step_engine"] = resolve_engine(cfg.step_engine, device)
+    return TrialConfig({**cfg.to_dict(), **chosen})
 
 
 def _run_pack(cfgs: list) -> list[list[dict]]:
@@ -110,7 +127,8 @@ def _run_pack(cfgs: list) -> list[list[dict]]:
     data = load_data(first)
     parts = make_parts(first, data)
     for cfg in cfgs[1:]:      # what is fitted on the parts may differ (e.g. plugin_folds)
-        check_parts(cfg, data, parts)
+        if cfg.modality == "tabular":
+            check_parts(cfg, data, parts)
     out = [[] for _ in cfgs]
     for k in first.fold_indices():
         fold = prepare_fold(first, data, parts[k], k)
@@ -191,9 +209,9 @@ def prepare_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
 
 
 def _image_fold(cfg: TrialConfig, data, split, k: int) -> Fold:
-    from sbfn_dist.data.images import DeviceImages
-    device = resolve_device(cfg.get("device", "cpu"))
-    images = DeviceImages(data, split, device=device, augment=cfg.get("augment"))
+    from sbfn_dist.data.images import device_images
+    images = device_images(data, split, resolve_device(cfg.get("device", "cpu")),
+                           cfg.get("augment"))
     info = {"n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
             "target": "class", "target_unit": "", "n_classes": len(data.classes)}
     return Fold(k, images.train_x, images.train_y, images.test_x, images.test_y.cpu().numpy(),
@@ -242,7 +260,7 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
                                  str(members)) for name, params in ens.settings()]
     test, member_eval = ens.test_hypotheses(members)
     shared = {"members_train_seconds": members.seconds, "n_params_members": members.n_parameters,
-              "packed_members": members.packed_members,
+              "packed_members": members.packed_members, **_engine_used(cfg, members),
               **ens.summary(members, test)}
     out = []
     for name, params, model, fit_seconds in ens.fit(members):
@@ -257,6 +275,11 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
             eval_seconds=eval_seconds, n_params=members.n_parameters + ens.n_coef(model),
             **_lambda2(cfg, params)))
     return out + plugin_records(cfg, fold, base, ens)
+
+
+def _engine_used(cfg: TrialConfig, members) -> dict:
+    """The step engine that ran (a failed CUDA-graph capture falls back to eager)."""
+    return {"step_engine": members.engine} if cfg.has("step_engine") else {}
 
 
 def plugin_records(cfg: TrialConfig, fold: Fold, base: dict, ens) -> list[dict]:

@@ -32,6 +32,8 @@ ACTIVATIONS = ("tanh", "relu")
 INIT_SCHEMES = ("scaled_default", "scaled_normal")
 DTYPES = ("float32", "float64")
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "bf16")           # sbfn_dist.steps resolves "auto" per device
+STEP_ENGINES = ("auto", "eager", "cuda_graph")
 ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
 HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}   # the paper's homogeneous kinds
 ENSEMBLE_KINDS = ("mixed", *HOMOGENEOUS, *ARCHITECTURES)
@@ -366,6 +368,13 @@ FIELDS = [
           lambda ctx: ctx.members and ctx.image and ctx["optimizer"] == "sgd",
           "image trials with optimizer='sgd'"),
     Field("weight_decay", Real(0), 0.0, lambda ctx: ctx.members and ctx.image, IMAGES),
+    # How the CNN step runs (sbfn_dist.steps); records carry the resolved value, and the engine
+    # that actually ran. Not a hyper-parameter, but bf16 changes numbers: a column of its own.
+    Field("precision", OneOf(PRECISIONS), "auto", lambda ctx: ctx.members and ctx.image, IMAGES,
+          hyper=False, doc="auto: bf16 autocast (+ channels_last) on CUDA, fp32 elsewhere"),
+    Field("step_engine", OneOf(STEP_ENGINES), "auto", lambda ctx: ctx.members and ctx.image,
+          IMAGES, hyper=False, doc="auto: the step captured as a CUDA graph on CUDA, eager "
+                                   "elsewhere; eager keeps the step in Python"),
     # --- combiner settings, each where its combiners run
     Field("lambda2", Items(Real(0), min_len=1, unique=False), (0.0,),
           lambda ctx: ctx.uses(*CLOSED_FORM, *ITERATIVE, "sbfn_rbf"),

@@ -34,8 +34,10 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.fields import OPTIMIZERS, defaults
 from sbfn_dist.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import VectorisedMLP, member_init
-from sbfn_dist.learners.registry import build_ensemble
+from sbfn_dist.learners.cnn import Ensemble, member_seed
+from sbfn_dist.learners.registry import ensemble_archs
 from sbfn_dist.runtime import torch_threads
+from sbfn_dist.steps import StepRunner, autocast, memory_format, tuned_kernels
 
 # Below this batch size a step's tensors are tiny and a second intra-op thread only spins:
 # the demo took 300 s with torch's default 2 threads under load and 22 s with one.
@@ -88,6 +90,9 @@ class CNNConfig:
     momentum: float = _CNN["momentum"]      # SGD only
     weight_decay: float = _CNN["weight_decay"]
     seed: int = 0
+    # How the step runs (sbfn_dist.steps), as resolved for the device: trials pass theirs.
+    precision: str = "fp32"                 # fp32 | bf16 (autocast, channels_last on CUDA)
+    engine: str = "eager"                   # eager | cuda_graph
 
 
 @dataclass
@@ -99,13 +104,22 @@ class TrainedMembers:
                                # outputs (M,): no extra pass over the data
     chunk: int                 # rows per forward pass when predicting
     packed_members: int = 0    # members trained together in its stack (its own M if alone)
+    precision: str = "fp32"    # images: the precision they trained (and predict) in
+    engine: str = "eager"      # images: how their training step ran (sbfn_dist.steps)
 
     @torch.no_grad()
     def scores(self, x) -> torch.Tensor:
-        """The members' outputs in link space, (N, M, d): predictions, or logits."""
+        """The members' outputs in link space, (N, M, d): predictions, or logits (float32)."""
         self.model.eval()
         x = self._as_input(x)
-        return torch.cat([self.model(x[s:s + self.chunk]) for s in range(0, len(x), self.chunk)])
+        return torch.cat([self._forward(x[s:s + self.chunk]) for s in range(0, len(x), self.chunk)])
+
+    def _forward(self, x):
+        if isinstance(self.model, VectorisedMLP):
+            return self.model(x)
+        device = next(self.model.parameters()).device
+        with autocast(self.precision, device):
+            return self.model(x.contiguous(memory_format=memory_format(self.precision, device))).float()
 
     def predict(self, x) -> torch.Tensor:
         """The structured dataset D: (N, M) predictions, or (N, M, C) member probabilities."""
@@ -275,46 +289,122 @@ def _results(model, geometry, cfgs, diverged, seconds, epoch_loss) -> list:
 
 
 # ------------------------------------------------------------------------- images: CNN stack
+# What the hypothesis sets of one CNN pack must share: one visit order and augmentation (seed,
+# epochs, batch size), one optimizer for all parameters, one way of running the step. Each set
+# keeps its own ensemble kind, M and epsilon (and its own heads: observers per set).
+CNN_PACK_SHARED = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
+                   "seed", "precision", "engine")
+
+
 def make_optimizer(params, cfg: CNNConfig):
+    """The members' optimizer. For a CUDA-graph step it is fused (one kernel for all tensors)
+    and capturable (its step count lives on the GPU, so a replayed graph advances it)."""
+    graph = {"fused": True} if cfg.engine == "cuda_graph" else {}
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
-                               weight_decay=cfg.weight_decay)
+                               weight_decay=cfg.weight_decay, **graph)
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                **graph, **({"capturable": True} if graph else {}))
     raise ConfigError("optimizer", cfg.optimizer, f"one of {OPTIMIZERS}")
 
 
 def train_cnn(images, n_classes: int, cfg: CNNConfig, observers=()) -> TrainedMembers:
-    """images: a DeviceImages (train_x, train_y, batches(...)); observers see every batch."""
-    geometry = GEOMETRIES["cross_entropy"]
+    """images: a DeviceImages (train_x, train_y, epoch(...)); observers see every batch."""
+    [trained] = train_cnn_pack(images, n_classes, [cfg], observers)
+    if isinstance(trained, TrainingDiverged):
+        raise trained
+    return trained
+
+
+def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
+    """Hypothesis sets (CNNConfigs agreeing on CNN_PACK_SHARED) trained as one member stack;
+    per set its TrainedMembers, or the TrainingDiverged that ended it (the others train on).
+    Observers see the whole stack's member probabilities, sets side by side in cfgs' order."""
+    for name in CNN_PACK_SHARED:
+        if len({getattr(c, name) for c in cfgs}) > 1:
+            raise ConfigError(name, [getattr(c, name) for c in cfgs],
+                              "one value for every hypothesis set of a pack (CNN_PACK_SHARED)")
+    cfg, device = cfgs[0], images.train_x.device
     torch.manual_seed(cfg.seed)
-    model = build_ensemble(cfg.ensemble, cfg.n_members, images.train_x.shape[1], n_classes,
-                           cfg.seed).to(images.train_x.device)
-    opt = make_optimizer(model.parameters(), cfg)
-    weights = SetWeights([cfg.n_members], [cfg.epsilon])
+    model = Ensemble([a for c in cfgs for a in ensemble_archs(c.ensemble, c.n_members)],
+                     images.train_x.shape[1], n_classes,
+                     [member_seed(c.seed, j) for c in cfgs for j in range(c.n_members)])
+    fmt = memory_format(cfg.precision, device)
+    model = model.to(device=device, memory_format=fmt)
+    sizes = [c.n_members for c in cfgs]
+    step, loss_sum = _cnn_step(model, make_optimizer(model.parameters(), cfg),
+                               SetWeights(sizes, [c.epsilon for c in cfgs]), cfg.precision,
+                               observers)
+    runner = StepRunner(step, cfg.engine)
     gen = torch.Generator().manual_seed(cfg.seed)
+    diverged = [None] * len(cfgs)
     start, epoch_loss = time.perf_counter(), []
-    for epoch in range(cfg.epochs):
-        model.train()
-        for obs in observers:
-            obs.epoch_start()
-        # Summed on the device: no host synchronisation inside the epoch.
-        loss_sum = torch.zeros(cfg.n_members, dtype=torch.float64, device=images.train_x.device)
-        count = 0
-        for x, y in images.batches(cfg.batch_size, gen):
-            logits = model(x)
-            loss, losses = geometry.wta_loss(logits, y, weights)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            probs = geometry.structured(logits.detach())
+    with tuned_kernels(device):
+        for epoch in range(cfg.epochs):
+            model.train()
             for obs in observers:
-                obs.batch(probs, y)
-            loss_sum += losses.sum(0)
-            count += len(y)
-        mean = loss_sum / max(count, 1)
-        if not torch.isfinite(mean).all():
-            raise TrainingDiverged(f"member loss became non-finite in epoch {epoch + 1}")
-        epoch_loss.append(mean.cpu().numpy())
-    return TrainedMembers(model, geometry, time.perf_counter() - start, epoch_loss, chunk=1024,
-                          packed_members=cfg.n_members)
+                obs.epoch_start()
+            loss_sum.zero_()
+            x, y = images.epoch(gen)
+            x = x.contiguous(memory_format=fmt)
+            for s in range(0, len(y), cfg.batch_size):
+                runner(x[s:s + cfg.batch_size], y[s:s + cfg.batch_size])
+            epoch_loss.append((loss_sum / max(len(y), 1)).cpu().numpy())   # one sync per epoch
+            if _note_cnn_divergence(epoch_loss[-1], sizes, diverged, epoch):
+                break
+    seconds = time.perf_counter() - start
+    return _cnn_results(model, cfgs, diverged, seconds, epoch_loss, runner.engine)
+
+
+def _cnn_step(model, opt, weights, precision: str, observers):
+    """One training step of the stack: all members forward (in `precision`), the epsilon-WTA
+    cross-entropy per set (Algorithm 2), one backward, one optimizer step, the on-the-fly heads'
+    steps, and the members' summed losses. Every tensor it updates is updated in place, and
+    nothing is read back to the host: a CUDA graph can replay it (sbfn_dist.steps)."""
+    geometry = GEOMETRIES["cross_entropy"]
+    device = next(model.parameters()).device
+    loss_sum = torch.zeros(model.n_members, dtype=torch.float64, device=device)
+
+    def step(x, y):
+        with autocast(precision, device):
+            logits = model(x)
+        loss, losses = geometry.wta_loss(logits.float(), y, weights)
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+        probs = geometry.structured(logits.detach().float())
+        for obs in observers:
+            obs.batch(probs, y)
+        loss_sum.add_(losses.sum(0))
+    return step, loss_sum
+
+
+def _note_cnn_divergence(mean_loss, sizes: list, diverged: list, epoch: int) -> bool:
+    """Mark each set whose members' loss became non-finite this epoch; True when all have."""
+    start = 0
+    for k, m in enumerate(sizes):
+        if diverged[k] is None and not np.isfinite(mean_loss[start:start + m]).all():
+            diverged[k] = TrainingDiverged(f"member loss became non-finite in epoch {epoch + 1}")
+        start += m
+    return all(d is not None for d in diverged)
+
+
+def _cnn_results(model, cfgs, diverged, seconds, epoch_loss, engine: str) -> list:
+    """Per set: its members as an ensemble of their own, or its TrainingDiverged."""
+    out, start = [], 0
+    for cfg, failed in zip(cfgs, diverged):
+        stop = start + cfg.n_members
+        out.append(failed or TrainedMembers(
+            model if len(cfgs) == 1 else model.subset(start, stop),
+            GEOMETRIES["cross_entropy"], seconds * cfg.n_members / model.n_members,
+            [loss[start:stop] for loss in epoch_loss], chunk=eval_chunk(model),
+            packed_members=model.n_members, precision=cfg.precision, engine=engine))
+        start = stop
+    return out
+
+
+def eval_chunk(model) -> int:
+    """Images per forward pass when predicting: large on a GPU (few launches), small on a CPU
+    (memory of the grouped activations)."""
+    return 4096 if next(model.parameters()).is_cuda else 1024

@@ -6,7 +6,12 @@ fold: `sbfn_dist.experiment.run_trials`, equal to training them one after anothe
 floating-point rounding. `auto` splits each such group into as many packs as there are trial
 slots (so every core works), and into more where a pack would hold more than
 PACK_MAX_PARAMETERS member weights, dealing the configurations out largest first to the
-lightest pack. Image trials and competitor trials are packs of one (docs/sweeps.md "Packing").
+lightest pack.
+
+Image configurations that differ only in epsilon (the same kind, M and split) train as one CNN
+stack when the sweep gives its trials GPUs: one set's kernels are too small to fill a card, and
+the grid's five epsilons make five times the work per kernel. On CPUs (compute-bound already)
+and for competitor trials a pack is one configuration (docs/sweeps.md "Packing").
 """
 
 import math
@@ -20,17 +25,20 @@ PACK_MODES = ("auto", "off")
 PACK_MAX_PARAMETERS = 500_000
 
 
-def packs(configs: list[dict], mode: str, slots: int) -> list[list[int]]:
-    """Indices of `configs` per Ray trial; "off": one configuration per trial."""
+def packs(configs: list[dict], mode: str, slots: int, gpu: bool = False) -> list[list[int]]:
+    """Indices of `configs` per Ray trial; "off": one configuration per trial. `gpu`: the
+    trials get GPUs (image configurations pack only then)."""
     if mode == "off":
         return [[i] for i in range(len(configs))]
     groups: dict = {}
     for i, config in enumerate(configs):
         key = pack_key(TrialConfig(config))
-        groups.setdefault(("alone", i) if key is None else key, []).append(i)
+        if key is None or (key[0] == "image" and not gpu):
+            key = ("alone", i)
+        groups.setdefault(key, []).append(i)
     out = []
     for key, members in groups.items():
-        out += [members] if key[0] == "alone" else _deal(members, configs, slots)
+        out += [members] if key[0] in ("alone", "image") else _deal(members, configs, slots)
     return out
 
 

@@ -148,6 +148,7 @@ def result_store(opts: SweepOptions) -> ResultStore:
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> SweepOutcome:
+    _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
     store = result_store(opts)
     with take_over(store, opts.name, out):     # one run of a sweep at a time (sweeps/claim.py)
@@ -214,6 +215,13 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
     return study_url(store), publish_copy(store)
 
 
+def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
+    """A CUDA-graph step needs a trial with a GPU: refused here, not in every trial."""
+    if opts.gpus_per_trial == 0 and any(c.get("step_engine") == "cuda_graph" for c in configs):
+        raise ConfigError("step_engine", "cuda_graph", "a sweep whose trials get GPUs "
+                          "(--num-gpus N), or auto (the CUDA graph wherever a trial has a GPU)")
+
+
 def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     """Load each data set once here (local runs) and make every trial's parts: a missing file,
     or data too small for the folds, stops the sweep before Ray starts, not every trial in it."""
@@ -246,7 +254,8 @@ def trial_slots(opts: SweepOptions) -> int:
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
     """The configurations of each Ray trial (sweeps.packing); Optuna samples one at a time."""
-    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
+    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts),
+                 gpu=opts.gpus_per_trial > 0)
 
 
 def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],

@@ -131,6 +131,9 @@ GPU_COMMANDS = [
      ["'device' = 'cuda'", "no CUDA GPU"]),
     ("trial: device=cuda without a GPU", trial_command, ["dataset=diabetes", "device=cuda"],
      ["no CUDA GPU"]),
+    ("step_engine=cuda_graph without GPUs", DIGITS, ["--smoke", "--no-mlflow", "--set",
+                                                     "step_engine=cuda_graph"],
+     ["'step_engine' = 'cuda_graph'", "--num-gpus"]),
 ]
 UNREADABLE = [("CSV unreadable", regression, ["--dataset", "csv:/proc/self/mem", "--set",
                "target=y", *SWEEP], ["cannot be read (Input/output error)"])]

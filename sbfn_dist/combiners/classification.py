@@ -42,8 +42,11 @@ class TrainableHead(nn.Module):
 
     def _optimizer(self):
         if self._opt is None:
-            cls = torch.optim.SGD if self.optimizer == "sgd" else torch.optim.Adam
-            self._opt = cls(self.parameters(), lr=self.lr)
+            if self.optimizer == "sgd":
+                self._opt = torch.optim.SGD(self.parameters(), lr=self.lr)
+            else:   # capturable: its step count stays on the GPU, so a CUDA graph can hold it
+                cuda = next(self.parameters()).is_cuda
+                self._opt = torch.optim.Adam(self.parameters(), lr=self.lr, capturable=cuda)
         return self._opt
 
     def epoch_start(self) -> None:
@@ -55,16 +58,18 @@ class TrainableHead(nn.Module):
         with torch.enable_grad():
             self.step(P.float(), y)
 
-    def step(self, P: torch.Tensor, y: torch.Tensor) -> float:
-        """One SGD step on a mini-batch: the on-the-fly regime of Algorithm 2."""
+    def step(self, P: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """One SGD step on a mini-batch: the on-the-fly regime of Algorithm 2. Returns the
+        batch's loss as a tensor: reading it would make the host wait for the device, and the
+        step may be replayed from a CUDA graph (sbfn_dist.steps), where nothing is read."""
         P = P.detach()
         self.prepare(P)
         loss = F.nll_loss(torch.log(self.predict_proba(P).clamp_min(PROB_FLOOR)), y)
         opt = self._optimizer()
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=False)    # gradients stay where a captured graph wrote them
         loss.backward()
         opt.step()
-        return float(loss.detach())
+        return loss.detach()
 
     def fit(self, P: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int,
             seed: int) -> "TrainableHead":
@@ -121,16 +126,20 @@ class SBFNClassifierHead(TrainableHead):
         self.alpha = nn.Parameter(torch.zeros(n_units, n_classes))
         self.register_buffer("gamma", torch.ones(n_units))
         self.register_buffer("initialised", torch.tensor(False))
-        self._r2_sum, self._r2_count = 0.0, 0
+        # This epoch's summed squared distance to the nearest centre and its row count: on the
+        # device, so that a step never waits for it (read once per epoch, in epoch_start).
+        self.register_buffer("_r2", torch.zeros(2, dtype=torch.float64), persistent=False)
+        self._ready = False      # mirrors `initialised` on the host: no device read per step
         self.norm = nn.LayerNorm(n_units) if row_norm == "layernorm" else None
 
     @torch.no_grad()
     def prepare(self, P: torch.Tensor) -> None:
         self._recent = P.reshape(len(P), -1)
-        if bool(self.initialised):
+        if self._ready:
             return
         self._seed_centres(self._recent)
         self.initialised.fill_(True)
+        self._ready = True
         self.epoch_start()
 
     @torch.no_grad()
@@ -149,12 +158,17 @@ class SBFNClassifierHead(TrainableHead):
         d.fill_diagonal_(float("inf"))
         return d.min(1).values.mean()
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._ready = bool(self.initialised)
+
     @torch.no_grad()
     def epoch_start(self) -> None:
-        if not bool(self.initialised):
+        if not self._ready:
             return
-        if self._r2_count:
-            scale = torch.tensor(self._r2_sum / self._r2_count).sqrt()
+        r2_sum, r2_count = self._r2.tolist()
+        if r2_count:
+            scale = torch.tensor(r2_sum / r2_count).sqrt()
             # Centres seeded while the members were still near-uniform sit on top of each other
             # and make every unit alike: re-seed them from the latest structured vectors.
             if self.reseed and self.n_units >= 2 and self._centre_spacing() < 0.1 * scale:
@@ -164,14 +178,14 @@ class SBFNClassifierHead(TrainableHead):
         else:
             return
         self.gamma.copy_(scale.clamp_min(1e-3).expand_as(self.gamma))
-        self._r2_sum, self._r2_count = 0.0, 0
+        self._r2.zero_()
 
     def features(self, P: torch.Tensor) -> torch.Tensor:
         flat = P.reshape(len(P), -1)
         r2 = torch.cdist(flat, self.centres).pow(2)
         if self.training and torch.is_grad_enabled():
-            self._r2_sum += float(r2.detach().min(1).values.sum())
-            self._r2_count += len(r2)
+            self._r2[0] += r2.detach().min(1).values.sum()
+            self._r2[1] += len(r2)
         exponent = -r2 / (2 * self.gamma ** 2)
         if self.row_norm == "sum":
             return torch.softmax(exponent, dim=1)

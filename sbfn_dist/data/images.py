@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
+import hashlib
 import io
 import math
 import pathlib
@@ -37,6 +38,7 @@ from sbfn_dist.runtime import fold_seed
 
 IMAGE_DATASETS = catalog.names("image")
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
+AUGMENT_CHUNK = 8192   # images padded at once when an epoch is augmented (bounds the copy)
 PROBE_TIMEOUT_S = 5.0  # connectivity check before a torchvision download (whose urlopen has no timeout)
 
 DIGIT_CLASSES = tuple(str(d) for d in range(10))
@@ -329,6 +331,25 @@ def _draw_split(by_class: list[np.ndarray], quotas: dict[str, np.ndarray], rng) 
 
 # ---------------------------------------------------------------- device-resident batches
 
+def device_images(data: ImageData, split: ImageSplit, device: str, augment: bool | None):
+    """The split's DeviceImages, kept per process: a Ray worker reused for the next trial of the
+    same split (Tune's reuse_actors) finds its images already decoded and on the GPU and starts
+    training at once. At most DEVICE_CACHE entries (a worker may alternate between splits)."""
+    digest = hashlib.sha1(b"".join(np.ascontiguousarray(r).tobytes()
+                                   for r in (split.train, split.val, split.test))).hexdigest()
+    # id(data.x): the pooled array itself is cached per process and source file (load_images)
+    key = (data.name, id(data.x), digest, str(device), augment)
+    if key not in _DEVICE_CACHE:
+        while len(_DEVICE_CACHE) >= DEVICE_CACHE:
+            _DEVICE_CACHE.pop(next(iter(_DEVICE_CACHE)))          # the oldest goes first
+        _DEVICE_CACHE[key] = (data.x, DeviceImages(data, split, device=device, augment=augment))
+    return _DEVICE_CACHE[key][1]
+
+
+DEVICE_CACHE = 2
+_DEVICE_CACHE: dict = {}    # key -> (the pooled array, kept alive so its id stays its own; images)
+
+
 class DeviceImages:
     """Images on the device as one float tensor, normalised with the training part's per-channel mean/std."""
 
@@ -358,32 +379,54 @@ class DeviceImages:
         return x.sub_(self.mean.view(1, -1, 1, 1)).div_(self.std.view(1, -1, 1, 1))
 
     def batches(self, batch_size: int, generator: torch.Generator, augment: bool = True):
-        """One epoch of (x, y) training batches in an order drawn from ``generator``.
-
-        The whole epoch's order is drawn first, so it does not depend on augmentation.
-        ``augment=False`` switches augmentation off for this epoch; ``True`` applies it only
-        when the instance has it on (the data set's default unless the constructor said otherwise).
-        """
+        """One epoch of (x, y) training batches in an order drawn from ``generator``: views of
+        `epoch` (whose docstring says what is drawn and when)."""
         if batch_size < 1:
             raise ConfigError("batch_size", batch_size, "use a positive batch size")
-        order = torch.randperm(len(self.train_y), generator=generator, device=generator.device)
-        for rows in order.to(self.device).split(batch_size):
-            x = self.train_x[rows]
-            yield (self.random_crop_flip(x, generator) if augment and self.augment else x), self.train_y[rows]
+        x, y = self.epoch(generator, augment)
+        for s in range(0, len(y), batch_size):
+            yield x[s:s + batch_size], y[s:s + batch_size]
 
-    def random_crop_flip(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """Per image: pad by crop_pad, crop back at a random offset, flip left-right at random (if the
-        data set allows it). One gather for the whole batch, no per-image Python."""
+    def epoch(self, generator: torch.Generator, augment: bool = True):
+        """One epoch's training images and labels in visit order, augmented, as two tensors.
+
+        Every random draw of the epoch is made at once on ``generator`` (the order first, so it
+        does not depend on augmentation; then each image's crop offsets and flip), and moves to
+        the device in one transfer: a per-batch draw on a CPU generator made the host wait for
+        the GPU at every batch. ``augment=False`` switches augmentation off for this epoch;
+        ``True`` applies it only when the instance has it on (the data set's default unless the
+        constructor said otherwise).
+        """
+        n = len(self.train_y)
+        order = torch.randperm(n, generator=generator, device=generator.device)
+        if not (augment and self.augment):
+            rows = order.to(self.device)
+            return self.train_x[rows], self.train_y[rows]
+        p = self.spec.crop_pad
+        offsets = torch.randint(0, 2 * p + 1, (2, n), generator=generator, device=generator.device)
+        flip = torch.rand(n, generator=generator, device=generator.device) < 0.5
+        if not self.spec.flip:
+            flip.zero_()
+        drawn = torch.cat([order[None], offsets, flip[None].long()]).to(self.device)
+        rows, offsets, flip = drawn[0], drawn[1:3], drawn[3].bool()
+        x = self.train_x[rows]
+        for s in range(0, n, AUGMENT_CHUNK):       # bounded memory for the padded copies
+            x[s:s + AUGMENT_CHUNK] = self.random_crop_flip(x[s:s + AUGMENT_CHUNK],
+                                                          offsets[:, s:s + AUGMENT_CHUNK],
+                                                          flip[s:s + AUGMENT_CHUNK])
+        return x, self.train_y[rows]
+
+    def random_crop_flip(self, x: torch.Tensor, offsets: torch.Tensor,
+                         flip: torch.Tensor) -> torch.Tensor:
+        """Per image: pad by crop_pad, crop back at `offsets` (2, n) (row, column), flip
+        left-right where `flip` (n,). One gather for the whole batch, no per-image Python."""
         n, c, h, w = x.shape
         p = self.spec.crop_pad
         padded = self.pad_value.view(1, c, 1, 1).repeat(n, 1, h + 2 * p, w + 2 * p)
         padded[:, :, p:p + h, p:p + w] = x
-        offsets = torch.randint(0, 2 * p + 1, (2, n), generator=generator, device=generator.device).to(x.device)
         rows = offsets[0, :, None] + torch.arange(h, device=x.device)
         cols = offsets[1, :, None] + torch.arange(w, device=x.device)
-        if self.spec.flip:
-            flip = torch.rand(n, generator=generator, device=generator.device).to(x.device) < 0.5
-            cols = torch.where(flip[:, None], cols.flip(1), cols)  # reading columns backwards flips the crop
+        cols = torch.where(flip[:, None], cols.flip(1), cols)  # reading columns backwards flips
         # One gather over the flattened padded plane (3x faster than 4-D advanced indexing on CPU).
         flat = (rows[:, :, None] * (w + 2 * p) + cols[:, None, :]).view(n, 1, h * w).expand(n, c, h * w)
         return padded.flatten(2).gather(2, flat).view(n, c, h, w)

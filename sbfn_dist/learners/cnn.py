@@ -282,23 +282,27 @@ class MemberStack(nn.Module):
 
 
 class Ensemble(nn.Module):
-    """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture.
+    """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture, seeds[j] its seed.
 
-    Members of one architecture share a MemberStack; member j is seeded with member_seed(seed, j).
+    Members of one architecture share a MemberStack. A packed ensemble (several hypothesis sets
+    side by side, sbfn_dist.members.train_cnn_pack) is one Ensemble too; `subset` takes one set
+    back out as an ensemble of its own.
     forward: (B, C_in, H, W) -> (B, M, n_classes) in member order j = 0..M-1.
     """
 
-    def __init__(self, archs: list[str], in_channels: int, n_classes: int, seed: int,
+    def __init__(self, archs: list[str], in_channels: int, n_classes: int, seeds: list[int],
                  strategy: str = "auto"):
         super().__init__()
         if not archs:
             raise ConfigError("archs", archs, "at least one member architecture")
-        self.archs, self.in_channels = list(archs), in_channels
+        if len(seeds) != len(archs):
+            raise ConfigError("seeds", seeds, f"one seed per member ({len(archs)} members)")
+        self.archs, self.seeds, self.in_channels = list(archs), list(seeds), in_channels
+        self.n_classes, self.strategy = n_classes, strategy
         groups = {check_arch(a): [j for j, b in enumerate(archs) if b == a] for a in archs}
         self.member_ids = groups     # arch -> the member indices its stack holds, in order
         self.stacks = nn.ModuleDict({
-            a: MemberStack(a, in_channels, n_classes, len(ids),
-                           [member_seed(seed, j) for j in ids], strategy)
+            a: MemberStack(a, in_channels, n_classes, len(ids), [seeds[j] for j in ids], strategy)
             for a, ids in groups.items()})
         order = torch.tensor([j for ids in groups.values() for j in ids])
         # stacks' outputs concatenated are in `order`; this gather puts them back in j order
@@ -316,3 +320,23 @@ class Ensemble(nn.Module):
     def member(self, j: int) -> nn.Module:
         arch = self.archs[j]
         return self.stacks[arch].member(self.member_ids[arch].index(j))
+
+    def subset(self, start: int, stop: int) -> "Ensemble":
+        """Members [start, stop) as an ensemble of their own: their current weights and
+        BatchNorm statistics, on this ensemble's device, dtype and memory format."""
+        ref = next(self.parameters())
+        part = Ensemble(self.archs[start:stop], self.in_channels, self.n_classes,
+                        self.seeds[start:stop], self.strategy)
+        part = part.to(device=ref.device, dtype=ref.dtype).train(self.training)
+        for j in range(start, stop):
+            arch = self.archs[j]
+            write_member(part.stacks[arch].net, part.member_ids[arch].index(j - start),
+                         self.member(j))
+        return _like(part, ref)
+
+
+def _like(model: nn.Module, ref: torch.Tensor) -> nn.Module:
+    """`model` in the memory format of the reference convolution weight (channels_last stays)."""
+    if ref.ndim == 4 and ref.is_contiguous(memory_format=torch.channels_last):
+        return model.to(memory_format=torch.channels_last)
+    return model

@@ -9,7 +9,7 @@ name gives a homogeneous ensemble of that architecture.
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.fields import ENSEMBLE_KINDS, HOMOGENEOUS
 from sbfn_dist.learners.cnn import (ARCHITECTURES, STRATEGIES, Ensemble, MemberStack,
-                                    build_member)
+                                    build_member, member_seed)
 
 __all__ = ["ARCHITECTURES", "ENSEMBLE_KINDS", "STRATEGIES", "Ensemble", "MemberStack",
            "build_ensemble", "build_member", "ensemble_archs"]
@@ -33,4 +33,5 @@ def build_ensemble(kind: str, n_members: int, in_channels: int, n_classes: int, 
 
     strategy: how each MemberStack computes ("auto", "grouped", "per_member"); see cnn.py.
     """
-    return Ensemble(ensemble_archs(kind, n_members), in_channels, n_classes, seed, strategy)
+    return Ensemble(ensemble_archs(kind, n_members), in_channels, n_classes,
+                    [member_seed(seed, j) for j in range(n_members)], strategy)

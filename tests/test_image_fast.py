@@ -1,0 +1,134 @@
+"""The fast image path (issue 11): bf16 keeps the epsilon-WTA choices, packs of epsilon sets equal
+their sets trained alone, the CUDA-graph step equals the eager one, the per-process image cache,
+and where packing and the GPU-only settings apply."""
+
+import numpy as np
+import pytest
+import torch
+
+from sbfn_dist.config import TrialConfig
+from sbfn_dist.data.images import device_images, holdout_splits, load_images
+from sbfn_dist.diversity import wta_weights
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.experiment import pack_key, run_trial, run_trials
+from sbfn_dist.geometry import GEOMETRIES
+from sbfn_dist.learners.registry import build_ensemble
+from sbfn_dist.members import CNNConfig, train_cnn_pack
+from sbfn_dist.steps import autocast, resolve_engine, resolve_precision
+from sweeps.packing import packs
+from sweeps.spaces import image_sweep
+
+CUDA = torch.cuda.is_available()
+DEVICE = torch.device("cuda" if CUDA else "cpu")
+# bf16 keeps 8 significant bits: a member's cross-entropy of O(1) moves by a few 1e-3 (logits
+# rounded to 2^-9 relative). Rows whose best and second-best fp32 losses differ by more than
+# this must get the same winner and the same delta in bf16.
+BF16_LOSS_TOLERANCE = 0.05
+
+
+def digits_images(n_train=256, seed=0):
+    data = load_images("digits")
+    split = holdout_splits(data, n_splits=1, n_train=n_train, n_test=200, seed=seed)[0]
+    return device_images(data, split, str(DEVICE), None)
+
+
+def test_bf16_picks_the_fp32_winners_and_weights():
+    torch.manual_seed(0)
+    model = build_ensemble("mixed", 6, 3, 10, seed=3).to(DEVICE).train()
+    x = torch.randn(256, 3, 32, 32, device=DEVICE)
+    y = torch.randint(10, (256,), device=DEVICE)
+    ce = GEOMETRIES["cross_entropy"]
+    with torch.no_grad():
+        fp32 = ce.score_loss(model(x), y)
+        with autocast("bf16", DEVICE):
+            logits = model(x)
+        bf16 = ce.score_loss(logits.float(), y)
+    assert logits.dtype == torch.bfloat16                  # the forward did run in bf16
+    assert (bf16 - fp32).abs().max() < BF16_LOSS_TOLERANCE
+    top2 = fp32.topk(2, dim=1, largest=False).values
+    clear = (top2[:, 1] - top2[:, 0]) > 2 * BF16_LOSS_TOLERANCE
+    assert clear.float().mean() > 0.3                      # the check covers many rows
+    for eps in (0.0, 0.5):
+        assert torch.equal(wta_weights(bf16, eps)[clear], wta_weights(fp32, eps)[clear])
+
+
+def _params(trained):
+    return torch.cat([p.detach().flatten().double().cpu() for p in trained.model.parameters()])
+
+
+def test_a_pack_of_epsilon_sets_trains_each_set_as_alone(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)   # fp32 means fp32 on a GPU
+    images = digits_images()
+    cfgs = [CNNConfig(ensemble="mixed", n_members=3, epsilon=e, epochs=1, batch_size=64, seed=4)
+            for e in (0.0, 0.5)]
+    packed = train_cnn_pack(images, 10, cfgs)
+    for cfg, together in zip(cfgs, packed):
+        [alone] = train_cnn_pack(images, 10, [cfg])
+        assert together.model.archs == alone.model.archs and together.packed_members == 6
+        assert torch.allclose(_params(together), _params(alone), atol=1e-5)
+        assert np.allclose(together.epoch_loss[0], alone.epoch_loss[0], atol=1e-5)
+    # the two sets did learn differently: epsilon reached each set's own delta
+    assert not torch.allclose(_params(packed[0]), _params(packed[1]), atol=1e-3)
+
+
+def test_packed_trials_give_the_records_of_trials_run_alone(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    base = {"dataset": "digits", "task": "classification", "folds": 1, "epochs": 1,
+            "n_train": 256, "n_test": 200, "n_members": 2, "ensemble": "cnn", "batch_size": 64,
+            "combiners": ["logit_mean", "sbfn", "moe"], "precision": "fp32"}
+    configs = [{**base, "epsilon": e, "trial_id": f"e{e}"} for e in (0.1, 0.8)]
+    assert pack_key(TrialConfig(configs[0])) == pack_key(TrialConfig(configs[1]))
+    together = run_trials(configs)
+    for config, recs in zip(configs, together):
+        alone = run_trial(config)
+        assert [r["model"] for r in recs] == [r["model"] for r in alone]
+        assert np.allclose([r["accuracy"] for r in recs], [r["accuracy"] for r in alone],
+                           atol=1e-2)       # 200 test images: at most 2 flip by rounding
+        assert {r["packed_members"] for r in recs} == {4}
+        assert {r["precision"] for r in recs} == {"fp32"}
+        assert {r["step_engine"] for r in recs} == {resolve_engine("auto", DEVICE.type)}
+
+
+@pytest.mark.skipif(not CUDA, reason="the CUDA-graph step needs a CUDA GPU")
+def test_the_cuda_graph_step_trains_as_the_eager_step(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    images = digits_images(n_train=64 * 12 + 17)          # 12 full batches and a short one
+    runs = {}
+    for engine in ("eager", "cuda_graph"):
+        cfg = CNNConfig(ensemble="mixed", n_members=3, epochs=2, batch_size=64, seed=1,
+                        precision="fp32", engine=engine)
+        [runs[engine]] = train_cnn_pack(images, 10, [cfg])
+    assert runs["cuda_graph"].engine == "cuda_graph"        # captured, not fallen back
+    # A replay that missed a batch or an update would move the weights by ~lr per step (1e-3).
+    assert torch.allclose(_params(runs["cuda_graph"]), _params(runs["eager"]), atol=1e-4)
+    assert np.allclose(runs["cuda_graph"].epoch_loss, runs["eager"].epoch_loss, atol=1e-4)
+
+
+def test_a_worker_keeps_a_splits_images_on_its_device():
+    data = load_images("digits")
+    a, b = holdout_splits(data, n_splits=2, n_train=256, n_test=200)
+    first = device_images(data, a, "cpu", None)
+    assert device_images(data, a, "cpu", None) is first
+    assert device_images(data, b, "cpu", None) is not first
+    assert device_images(data, a, "cpu", True) is not first
+
+
+def test_images_pack_by_epsilon_only_when_trials_get_gpus():
+    spec = image_sweep("digits", splits=2)
+    configs = [TrialConfig.from_dict({**spec.base, **o}).to_dict() for o in spec.trials()]
+    on_gpu = packs(configs, "auto", slots=16, gpu=True)
+    assert len(on_gpu) == len(configs) // 5 and {len(p) for p in on_gpu} == {5}
+    for pack in on_gpu:
+        rest = [{k: v for k, v in configs[i].items() if k != "epsilon"} for i in pack]
+        assert all(r == rest[0] for r in rest)
+        assert sorted(configs[i]["epsilon"] for i in pack) == [0.0, 0.1, 0.3, 0.5, 0.8]
+    assert packs(configs, "auto", slots=16, gpu=False) == [[i] for i in range(len(configs))]
+
+
+def test_gpu_only_settings_are_refused_on_a_cpu():
+    assert resolve_engine("auto", "cpu") == "eager" and resolve_precision("auto", "cpu") == "fp32"
+    assert resolve_engine("auto", "cuda") == "cuda_graph"
+    assert resolve_precision("auto", "cuda") == "bf16"
+    with pytest.raises(ConfigError, match="CUDA graphs need a CUDA device"):
+        resolve_engine("cuda_graph", "cpu")
