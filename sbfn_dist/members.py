@@ -7,11 +7,13 @@ Algorithm 2). Two trainers, one result type:
 
   train_mlp  tables: M MLPs in one flat buffer, hand-written gradients and plain SGD (+ the
              lambda1 sign step) -- at b = 1 autograd's per-step overhead would dominate;
-  train_cnn  images: M CNNs as one grouped model (learners/cnn.py), autograd and torch.optim.
+  train_cnn  images: M CNNs as one grouped model (learners/cnn.py), autograd and torch.optim;
+             its step runs as sbfn_dist.steps says (bf16 + a CUDA graph on CUDA).
 
 Both return TrainedMembers, whose `predict` gives the structured dataset D (N, M, d).
 
-Several hypothesis sets of one fold can train as one MLP stack (`train_mlp_pack`, a pack):
+Several hypothesis sets of one fold can train as one MLP stack (`train_mlp_pack`, a pack; for
+images `train_cnn_pack`, sets differing in epsilon, kind or M):
 the members of all sets side by side, each set with its own delta (winners chosen within the
 set), epsilon, learning rate, lambda1, init scale and scheme; what must be shared for one
 visit order and one kernel per layer is PACK_SHARED. A set trained in a pack equals the set

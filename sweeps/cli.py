@@ -33,9 +33,10 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
                    "(default: as many as the CPUs and GPUs fit)")
     g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
     g.add_argument("--pack", choices=PACK_MODES, default="auto",
-                   help="auto: configurations that can share a member stack train together, "
-                   "one Ray trial per pack (tables always; images when trials get GPUs: the "
-                   "epsilons of one kind, M and split; docs/sweeps.md); off: one per trial")
+                   help="auto: tabular configurations that can share a member stack train "
+                   "together, one Ray trial per pack; on: image ones too (the epsilons of one "
+                   "kind, M and split; slower per member on an H100, docs/sweeps.md); off: one "
+                   "configuration per trial")
     g.add_argument("--storage", default="results", help="parent directory or pyarrow URI "
                    "(s3://bucket/prefix) of the sweep's results directory (default: results)")
     g.add_argument("--name", help="the sweep's name (default: DATASET-GRID[-smoke])")

@@ -1,4 +1,4 @@
-"""Which configurations of a grid train together (`--pack auto|off`): one Ray trial per pack.
+"""Which configurations of a grid train together (`--pack auto|on|off`): one Ray trial per pack.
 
 Tabular configurations that agree on `sbfn_dist.experiment.pack_key` (same data and folds, same
 member width, epochs, batch size, activation, dtype) can train their members as one stack per
@@ -8,10 +8,11 @@ slots (so every core works), and into more where a pack would hold more than
 PACK_MAX_PARAMETERS member weights, dealing the configurations out largest first to the
 lightest pack.
 
-Image configurations that differ only in epsilon (the same kind, M and split) train as one CNN
-stack when the sweep gives its trials GPUs: one set's kernels are too small to fill a card, and
-the grid's five epsilons make five times the work per kernel. On CPUs (compute-bound already)
-and for competitor trials a pack is one configuration (docs/sweeps.md "Packing").
+Image configurations that differ only in epsilon (the same kind, M and split) can train as one
+CNN stack too, but only with `on`: on an H100 a pack of the grid's five epsilons trained 14%
+(SimpleCNN) and 30% (mixed) fewer member-images per second than one set alone, because the
+grouped convolutions get slower per group as groups are added (docs/benchmarks.md §9). With
+`auto` an image trial is one configuration, as are competitor trials (docs/sweeps.md "Packing").
 """
 
 import math
@@ -19,21 +20,21 @@ import math
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.experiment import pack_key
 
-PACK_MODES = ("auto", "off")
+PACK_MODES = ("auto", "on", "off")
 # Hidden-to-hidden weights of one pack, at most: 500k float32 weights are 2 MB, the L2 cache of
 # one core here; a stack that outgrows it trains slower per member (docs/benchmarks.md §8).
 PACK_MAX_PARAMETERS = 500_000
 
 
-def packs(configs: list[dict], mode: str, slots: int, gpu: bool = False) -> list[list[int]]:
-    """Indices of `configs` per Ray trial; "off": one configuration per trial. `gpu`: the
-    trials get GPUs (image configurations pack only then)."""
+def packs(configs: list[dict], mode: str, slots: int) -> list[list[int]]:
+    """Indices of `configs` per Ray trial; "off": one configuration per trial; "on": image
+    configurations pack as well."""
     if mode == "off":
         return [[i] for i in range(len(configs))]
     groups: dict = {}
     for i, config in enumerate(configs):
         key = pack_key(TrialConfig(config))
-        if key is None or (key[0] == "image" and not gpu):
+        if key is None or (key[0] == "image" and mode != "on"):
             key = ("alone", i)
         groups.setdefault(key, []).append(i)
     out = []

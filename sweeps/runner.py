@@ -254,8 +254,7 @@ def trial_slots(opts: SweepOptions) -> int:
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
     """The configurations of each Ray trial (sweeps.packing); Optuna samples one at a time."""
-    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts),
-                 gpu=opts.gpus_per_trial > 0)
+    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
 
 
 def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
@@ -397,7 +396,7 @@ def _trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) ->
         # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
         return f"{opts.num_samples} Optuna trials (no competitors or M = 1 reference)"
     if len(trial_packs_) < len(configs):
-        return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack auto)"
+        return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack {opts.pack})"
     return f"{len(configs)} trials"
 
 

@@ -24,6 +24,10 @@ DEVICE = torch.device("cuda" if CUDA else "cpu")
 # rounded to 2^-9 relative). Rows whose best and second-best fp32 losses differ by more than
 # this must get the same winner and the same delta in bf16.
 BF16_LOSS_TOLERANCE = 0.05
+# Packed and lone stacks run convolutions of different group counts: on a CPU their float32
+# sums agree to 1e-5 after an epoch; cuDNN picks other kernels per group count (on an H100 the
+# weights differed by more than 1e-5 while the epoch losses agreed to 1e-7).
+PACK_ATOL = 1e-4 if CUDA else 1e-5
 
 
 def digits_images(n_train=256, seed=0):
@@ -65,10 +69,10 @@ def test_a_pack_of_epsilon_sets_trains_each_set_as_alone(monkeypatch):
     for cfg, together in zip(cfgs, packed):
         [alone] = train_cnn_pack(images, 10, [cfg])
         assert together.model.archs == alone.model.archs and together.packed_members == 6
-        assert torch.allclose(_params(together), _params(alone), atol=1e-5)
+        assert torch.allclose(_params(together), _params(alone), atol=PACK_ATOL)
         assert np.allclose(together.epoch_loss[0], alone.epoch_loss[0], atol=1e-5)
     # the two sets did learn differently: epsilon reached each set's own delta
-    assert not torch.allclose(_params(packed[0]), _params(packed[1]), atol=1e-3)
+    assert not torch.allclose(_params(packed[0]), _params(packed[1]), atol=10 * PACK_ATOL)
 
 
 def test_packed_trials_give_the_records_of_trials_run_alone(monkeypatch):
@@ -114,16 +118,17 @@ def test_a_worker_keeps_a_splits_images_on_its_device():
     assert device_images(data, a, "cpu", True) is not first
 
 
-def test_images_pack_by_epsilon_only_when_trials_get_gpus():
+def test_images_pack_by_epsilon_only_when_asked():
     spec = image_sweep("digits", splits=2)
     configs = [TrialConfig.from_dict({**spec.base, **o}).to_dict() for o in spec.trials()]
-    on_gpu = packs(configs, "auto", slots=16, gpu=True)
-    assert len(on_gpu) == len(configs) // 5 and {len(p) for p in on_gpu} == {5}
-    for pack in on_gpu:
+    packed = packs(configs, "on", slots=16)
+    assert len(packed) == len(configs) // 5 and {len(p) for p in packed} == {5}
+    for pack in packed:
         rest = [{k: v for k, v in configs[i].items() if k != "epsilon"} for i in pack]
         assert all(r == rest[0] for r in rest)
         assert sorted(configs[i]["epsilon"] for i in pack) == [0.0, 0.1, 0.3, 0.5, 0.8]
-    assert packs(configs, "auto", slots=16, gpu=False) == [[i] for i in range(len(configs))]
+    alone = [[i] for i in range(len(configs))]
+    assert packs(configs, "auto", slots=16) == packs(configs, "off", slots=16) == alone
 
 
 def test_gpu_only_settings_are_refused_on_a_cpu():
