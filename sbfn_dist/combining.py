@@ -37,7 +37,6 @@ from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, M
                                StreamRecorder, TrainingDiverged, train_cnn_pack, train_mlp_pack)
 from sbfn_dist.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
-from sbfn_dist.steps import resolve_engine, resolve_precision
 from sbfn_dist.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
@@ -56,14 +55,14 @@ def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
 
 
 def cnn_config(cfg, fold: int) -> CNNConfig:
+    """The members' settings of a trial run_trial resolved (its device, precision and step
+    engine are this machine's, sbfn_dist.experiment._resolved)."""
     sgd = cfg.optimizer == "sgd"
-    device = resolve_device(cfg.device)
     return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,
                      lr=cfg.lr, momentum=cfg.momentum if sgd else CNNConfig.momentum,
                      weight_decay=cfg.weight_decay, seed=fold_seed(cfg.seed, fold),
-                     precision=resolve_precision(cfg.precision, device),
-                     engine=resolve_engine(cfg.step_engine, device))
+                     precision=cfg.precision, engine=cfg.step_engine)
 
 
 class RegressionEnsemble:

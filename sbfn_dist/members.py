@@ -248,7 +248,9 @@ def _train_mlp(X, y, cfgs: list, n_outputs: int, observers) -> list:
                 for obs in observers:
                     obs.batch(geometry.structured(z), yb)
             epoch_loss.append((loss_sum / n).cpu().numpy())
-            if _note_divergence(model, sizes, diverged, epoch):
+            finite = model.finite_members().cpu().tolist()
+            if _note_divergence(finite, sizes, diverged,
+                                f"member parameters became non-finite in epoch {epoch + 1}"):
                 break                           # every set has diverged
     return _results(model, geometry, cfgs, diverged, time.perf_counter() - start, epoch_loss)
 
@@ -265,14 +267,13 @@ def _per_member(model: VectorisedMLP, sizes: list, lrs: list, l1s: list):
     return lr, shrink
 
 
-def _note_divergence(model: VectorisedMLP, sizes: list, diverged: list, epoch: int) -> bool:
-    """Mark each set whose parameters became non-finite this epoch; True when all have."""
-    finite = model.finite_members().cpu().tolist()
+def _note_divergence(finite: list, sizes: list, diverged: list, message: str) -> bool:
+    """Mark each set (sizes[k] consecutive members) with a member not `finite` as diverged with
+    `message`, unless it already is; True when every set has diverged."""
     start = 0
     for k, m in enumerate(sizes):
         if diverged[k] is None and not all(finite[start:start + m]):
-            diverged[k] = TrainingDiverged(
-                f"member parameters became non-finite in epoch {epoch + 1}")
+            diverged[k] = TrainingDiverged(message)
         start += m
     return all(d is not None for d in diverged)
 
@@ -353,7 +354,8 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
             for s in range(0, len(y), cfg.batch_size):
                 runner(x[s:s + cfg.batch_size], y[s:s + cfg.batch_size])
             epoch_loss.append((loss_sum / max(len(y), 1)).cpu().numpy())   # one sync per epoch
-            if _note_cnn_divergence(epoch_loss[-1], sizes, diverged, epoch):
+            if _note_divergence(np.isfinite(epoch_loss[-1]).tolist(), sizes, diverged,
+                                f"member loss became non-finite in epoch {epoch + 1}"):
                 break
     seconds = time.perf_counter() - start
     return _cnn_results(model, cfgs, diverged, seconds, epoch_loss, runner.engine)
@@ -380,16 +382,6 @@ def _cnn_step(model, opt, weights, precision: str, observers):
             obs.batch(probs, y)
         loss_sum.add_(losses.sum(0))
     return step, loss_sum
-
-
-def _note_cnn_divergence(mean_loss, sizes: list, diverged: list, epoch: int) -> bool:
-    """Mark each set whose members' loss became non-finite this epoch; True when all have."""
-    start = 0
-    for k, m in enumerate(sizes):
-        if diverged[k] is None and not np.isfinite(mean_loss[start:start + m]).all():
-            diverged[k] = TrainingDiverged(f"member loss became non-finite in epoch {epoch + 1}")
-        start += m
-    return all(d is not None for d in diverged)
 
 
 def _cnn_results(model, cfgs, diverged, seconds, epoch_loss, engine: str) -> list:
