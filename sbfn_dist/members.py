@@ -252,7 +252,8 @@ def _train_mlp(X, y, cfgs: list, n_outputs: int, observers) -> list:
             if _note_divergence(finite, sizes, diverged,
                                 f"member parameters became non-finite in epoch {epoch + 1}"):
                 break                           # every set has diverged
-    return _results(model, geometry, cfgs, diverged, time.perf_counter() - start, epoch_loss)
+    return _results(model, geometry, cfgs, diverged, time.perf_counter() - start, epoch_loss,
+                    model.m, chunk=8192)
 
 
 def _per_member(model: VectorisedMLP, sizes: list, lrs: list, l1s: list):
@@ -278,15 +279,17 @@ def _note_divergence(finite: list, sizes: list, diverged: list, message: str) ->
     return all(d is not None for d in diverged)
 
 
-def _results(model, geometry, cfgs, diverged, seconds, epoch_loss) -> list:
-    """Per set: its members as a model of their own, or its TrainingDiverged."""
+def _results(model, geometry, cfgs, diverged, seconds, epoch_loss, total: int,
+             **shared) -> list:
+    """Per set: its members as a model of their own (`model.subset`), or its TrainingDiverged;
+    `total` members trained together, `shared`: the TrainedMembers fields all sets share."""
     out, start = [], 0
     for cfg, failed in zip(cfgs, diverged):
         stop = start + cfg.n_members
-        share = cfg.n_members / model.m
         out.append(failed or TrainedMembers(
-            model if len(cfgs) == 1 else model.subset(start, stop), geometry, seconds * share,
-            [loss[start:stop] for loss in epoch_loss], chunk=8192, packed_members=model.m))
+            model if len(cfgs) == 1 else model.subset(start, stop), geometry,
+            seconds * cfg.n_members / total, [loss[start:stop] for loss in epoch_loss],
+            packed_members=total, **shared))
         start = stop
     return out
 
@@ -358,7 +361,9 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
                                 f"member loss became non-finite in epoch {epoch + 1}"):
                 break
     seconds = time.perf_counter() - start
-    return _cnn_results(model, cfgs, diverged, seconds, epoch_loss, runner.engine)
+    return _results(model, GEOMETRIES["cross_entropy"], cfgs, diverged, seconds, epoch_loss,
+                    model.n_members, chunk=eval_chunk(model), precision=cfg.precision,
+                    engine=runner.engine)
 
 
 def _cnn_step(model, opt, weights, precision: str, observers):
@@ -382,20 +387,6 @@ def _cnn_step(model, opt, weights, precision: str, observers):
             obs.batch(probs, y)
         loss_sum.add_(losses.sum(0))
     return step, loss_sum
-
-
-def _cnn_results(model, cfgs, diverged, seconds, epoch_loss, engine: str) -> list:
-    """Per set: its members as an ensemble of their own, or its TrainingDiverged."""
-    out, start = [], 0
-    for cfg, failed in zip(cfgs, diverged):
-        stop = start + cfg.n_members
-        out.append(failed or TrainedMembers(
-            model if len(cfgs) == 1 else model.subset(start, stop),
-            GEOMETRIES["cross_entropy"], seconds * cfg.n_members / model.n_members,
-            [loss[start:stop] for loss in epoch_loss], chunk=eval_chunk(model),
-            packed_members=model.n_members, precision=cfg.precision, engine=engine))
-        start = stop
-    return out
 
 
 def eval_chunk(model) -> int:
