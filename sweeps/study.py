@@ -89,8 +89,8 @@ def settle(study, asked: dict, completed: set) -> None:
     file changes at every ask and tell, so after a killed driver the file can be ahead: a trial
     already told there is marked completed in the searcher (Tune reruns it, reading its folds
     back, and it must not be told twice), and a trial asked after the last pickle, which no Tune
-    trial owns, is told FAIL (it will never report)."""
-    from optuna.trial import TrialState
+    trial owns, is told FAIL (it will never report). One told after the last pickle is taken over
+    by a new Tune trial (SweepOptunaSearch.suggest)."""
     owner = {trial.number: tune_id for tune_id, trial in asked.items()}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in owner and trial.state.is_finished():
@@ -105,6 +105,33 @@ class SweepOptunaSearch(OptunaSearch):
     def restore(self, checkpoint_path: str):
         super().restore(checkpoint_path)
         settle(self._ot_study, self._ot_trials, self._completed_trials)
+
+    def suggest(self, trial_id: str):
+        if trial_id not in self._ot_trials:
+            self._take_over_an_unowned_sample(trial_id)
+        return super().suggest(trial_id)
+
+    def _take_over_an_unowned_sample(self, trial_id: str) -> None:
+        """A sample asked and told after Tune's last save of the searcher has no Tune trial, so
+        the resumed Tune samples anew to reach --num-samples. The next new Tune trial takes that
+        sample over instead (its parameters, its value already told), so the study holds each of
+        the sweep's samples once rather than --num-samples plus the ones the kill orphaned."""
+        owned = {trial.number for trial in self._ot_trials.values()}
+        for trial in self._ot_study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if trial.number not in owned:
+                self._ot_trials[trial_id] = optuna.trial.Trial(self._ot_study, trial._trial_id)
+                self._completed_trials.add(trial_id)
+                return
+
+    # A completed trial (rerun after a restore, or a sample taken over) is told once: its reports
+    # are dropped quietly (OptunaSearch would log a warning for each).
+    def on_trial_result(self, trial_id: str, result: dict):
+        if trial_id not in self._completed_trials:
+            super().on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):
+        if trial_id not in self._completed_trials:
+            super().on_trial_complete(trial_id, result, error)
 
 
 def searcher(storage, name: str, seed: int) -> SweepOptunaSearch:

@@ -114,12 +114,16 @@ def third_party_imports(*folders: str) -> dict[str, set[str]]:
     return found
 
 
+# The `bench` extra is not installed by `make test`: its modules whose distribution has another
+# name (the rest, like torchensemble, count as provided by the distribution of their own name).
+NOT_INSTALLED = {"pynvml": "nvidia-ml-py"}
+
+
 def undeclared(imports: dict[str, set[str]], allowed: set[str]) -> dict[str, list[str]]:
-    """The imports no allowed distribution provides (mlflow: any of mlflow, mlflow-skinny...).
-    A module of no installed distribution counts as provided by the one of its own name (the
-    `bench` extra's torchensemble is not installed by `make test`)."""
+    """The imports no allowed distribution provides (mlflow: any of mlflow, mlflow-skinny...)."""
     def providers(module: str) -> set[str]:
-        return {normalised(d) for d in distributions().get(module, [module])}
+        fallback = [NOT_INSTALLED.get(module, module)]
+        return {normalised(d) for d in distributions().get(module, fallback)}
     return {module: sorted(files) for module, files in imports.items()
             if not providers(module) & allowed}
 

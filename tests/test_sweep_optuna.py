@@ -104,6 +104,33 @@ def test_a_restored_searcher_settles_with_a_study_file_that_ran_ahead(tmp_path):
                       2: (TrialState.FAIL, None)}
 
 
+def test_a_sample_told_after_the_last_save_is_taken_over_not_sampled_again(tmp_path):
+    """A killed driver can leave a sample the study holds as told but no Tune trial owns (asked
+    and told after Tune's last save): the resumed sweep's next trial takes it over."""
+    store = ResultStore(str(tmp_path / "s"))
+    storage = open_study(store, "s", "min", resume=False, labels={})
+    first = searcher(storage, "s", seed=0)
+    first.set_search_properties("objective", "min", {"a": tune.uniform(0, 1)})
+    first.suggest("t1")
+    first.save(str(tmp_path / "searcher.pkl"))          # Tune's last save before the kill
+    orphan = first.suggest("t2")
+    first.on_trial_complete("t2", {"objective": 0.25, "training_iteration": 3})
+
+    restored = searcher(storage, "s", seed=0)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    assert restored.suggest("t3") == orphan             # Tune's new trial runs that sample
+    restored.on_trial_result("t3", {"objective": 0.3, "training_iteration": 1})
+    restored.on_trial_complete("t3", {"objective": 0.3, "training_iteration": 3})
+    fresh = restored.suggest("t4")                      # nothing left to take over: a new ask
+    restored.on_trial_complete("t1", {"objective": 0.5, "training_iteration": 3})
+    restored.on_trial_complete("t4", {"objective": 0.1, "training_iteration": 3})
+    trials = trials_of(store.root, "s")
+    assert [(t.state, t.value) for t in trials] == [(TrialState.COMPLETE, 0.5),
+                                                    (TrialState.COMPLETE, 0.25),
+                                                    (TrialState.COMPLETE, 0.1)]
+    assert trials[1].params == orphan and trials[2].params == fresh
+
+
 def test_remote_storage_keeps_the_study_in_the_local_cache_and_copies_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SBFN_CACHE_DIR", str(tmp_path / "cache"))
     store = ResultStore("mock:///bucket/runs/aq")       # pyarrow's in-memory filesystem
