@@ -96,7 +96,8 @@ def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
 
 def planned_trials(spec: SweepSpec, opts: SweepOptions) -> tuple[list[dict], list[dict]]:
     """(overrides, full configs) of every trial, in the grid's order."""
-    base, trials = shared(spec, opts), spec.trials()
+    base = shared(spec, opts)
+    trials = spec.trials(base)
     configs = [trial_config(t, base, opts.name) for t in trials]
     if spec.per_fold:      # one trial per fold, known only once --set (e.g. split) applied
         trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in folds_of(c)]

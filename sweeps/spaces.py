@@ -134,7 +134,8 @@ class SweepSpec:
     dataset: str
     base: dict                    # holds "task": the config's, so csv:PATH sweeps either task
     axes: dict                    # name -> values, crossed in this order
-    extra_trials: tuple = ()      # overrides outside the product (reference, competitors)
+    extra_trials: tuple = ()      # overrides outside the product (competitors)
+    reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
     per_fold: bool = False        # each trial repeated per fold of its split (sweeps.runner.plan)
 
@@ -154,10 +155,14 @@ class SweepSpec:
     def objective(self) -> str:
         return OBJECTIVES[self.task]
 
-    def trials(self) -> list[dict]:
+    def trials(self, base: dict | None = None) -> list[dict]:
+        """`base`: the settings the trials start from (the grid's with the user's --set; the
+        grid's if None), whose learning rate the M = 1 references scale."""
         names = list(self.axes)
         grid = [dict(zip(names, values)) for values in product(*self.axes.values())]
-        grid = [dict(t) for t in self.extra_trials] + grid
+        references = _reference_trials(self.task, self.base if base is None else base,
+                                       self.reference_lr_factors)
+        grid = references + [dict(t) for t in self.extra_trials] + grid
         return [{**t, **rep} for rep in _expand(self.repeat_axis) for t in grid]
 
 
@@ -200,9 +205,9 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
     axes = with_axes(grid.axes, {"n_members": members, "epsilon": epsilons})
     competitors = grid.competitors if competitors is None else competitors
     competitors = TASKS[task].competitors if competitors is None else competitors
-    references = _reference_trials(task, base) if grid.references else ()
-    extra = (*references, *(_competitor_trial(c) for c in competitors))
-    return SweepSpec(grid=label, dataset=dataset, base=base, axes=axes, extra_trials=extra,
+    return SweepSpec(grid=label, dataset=dataset, base=base, axes=axes,
+                     extra_trials=tuple(_competitor_trial(c) for c in competitors),
+                     reference_lr_factors=REFERENCE_LR_FACTORS[task] if grid.references else (),
                      repeat_axis={"seed": tuple(range(seeds))}, per_fold=grid.per_fold)
 
 
@@ -242,11 +247,10 @@ def _preset(task: str, dataset: str) -> dict:
     return presets.get(dataset, presets["*"])
 
 
-def _reference_trials(task: str, base: dict) -> list[dict]:
+def _reference_trials(task: str, base: dict, factors: tuple) -> list[dict]:
     lr = {**defaults(task, "tabular"), **base}["lr"]
     one = {**REFERENCE[task], "role": "reference"}
-    return [one if f == 1.0 else {**one, "lr": round(lr * f, 12)}
-            for f in REFERENCE_LR_FACTORS[task]]
+    return [one if f == 1.0 else {**one, "lr": round(lr * f, 12)} for f in factors]
 
 
 def _competitor_trial(name: str) -> dict:
@@ -274,7 +278,7 @@ def smoke(spec: SweepSpec) -> SweepSpec:
     """A tiny version of the same sweep: two values per axis, the first seed or split, one
     reference and one competitor, little data, few epochs (SMOKE)."""
     axes = {k: tuple(v[:2]) for k, v in spec.axes.items()}
-    extra = tuple(t for t in spec.extra_trials if t.get("competitors") in (None, ["svm_rbf"])
-                  and "lr" not in t)
+    extra = tuple(t for t in spec.extra_trials if t["competitors"] == ["svm_rbf"])
     return replace(spec, base={**spec.base, **SMOKE[spec.kind]}, axes=axes, extra_trials=extra,
+                   reference_lr_factors=spec.reference_lr_factors[:1],
                    repeat_axis={k: tuple(v[:1]) for k, v in spec.repeat_axis.items()})

@@ -29,6 +29,8 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
     configs = plan(spec, SweepOptions(name="x"))
     # one network at the grid's learning rate and at a tenth of it (it can diverge alone)
     assert [c["lr"] for c in by_role(configs, "reference")] == [0.03, 0.003]
+    set_lr = plan(spec, SweepOptions(name="x", overrides={"lr": 0.01}))   # --set lr=0.01
+    assert [c["lr"] for c in by_role(set_lr, "reference")] == [0.01, 0.001]
     assert [t["competitors"] for t in trials if t.get("role") == "competitors"] == [
         ["svm_rbf"], ["random_forest"], ["gradient_boosting"]]   # one trial each: they run in parallel
     assert {(c["split"], c["folds"]) for c in configs} == {("kfold", 10)}
