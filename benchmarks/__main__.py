@@ -1,7 +1,8 @@
 """Run every benchmark in sequence: `python -m benchmarks [--quick]` (see docs/benchmarks.md)."""
 
-from benchmarks import (bench_image_members, bench_members, bench_online, bench_packing,
-                        bench_report, bench_ridge_path, bench_sweep, bench_torchensemble)
+from benchmarks import (bench_image_cpu, bench_image_members, bench_members, bench_online,
+                        bench_packing, bench_report, bench_ridge_path, bench_sweep,
+                        bench_torchensemble)
 from benchmarks.common import cli, machine
 
 
@@ -9,7 +10,7 @@ def main() -> None:
     quick = cli(__doc__.splitlines()[0]).quick
     print(machine() + (" (quick smoke sizes)" if quick else ""))
     for module in (bench_members, bench_online, bench_packing, bench_ridge_path, bench_image_members,
-                   bench_torchensemble, bench_report, bench_sweep):
+                   bench_image_cpu, bench_torchensemble, bench_report, bench_sweep):
         module.run(quick)
 
 

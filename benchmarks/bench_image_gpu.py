@@ -21,14 +21,17 @@ epsilons of one (kind, M) as one stack (a --pack auto trial). Needs CUDA.
 """
 
 import argparse
+import contextlib
 import json
 import pathlib
 import time
+from unittest import mock
 
 import torch
 
 from benchmarks.bench_image_members import step_flops
 from benchmarks.common import table, target
+from sbfn_dist import members
 from sbfn_dist.combining import make_head
 from sbfn_dist.data.images import DeviceImages, ImageData, holdout_splits
 from sbfn_dist.fields import defaults
@@ -40,18 +43,21 @@ SIDES = {"today": ("fp32", "eager"), "bf16": ("bf16", "eager"), "graph": ("fp32"
 HEADS = ("sbfn", "moe")
 
 
-def random_cifar(n: int, device: str) -> DeviceImages:
-    """n random images of CIFAR-10's shape and classes, augmented as CIFAR-10 is."""
+def random_images(n: int, device: str, dataset: str = "cifar10") -> DeviceImages:
+    """n random images of `dataset`'s shape and classes, augmented as it is."""
     gen = torch.Generator().manual_seed(0)
-    x = torch.randint(0, 256, (n, 3, 32, 32), generator=gen, dtype=torch.uint8).numpy()
+    shape = {"cifar10": (3, 32, 32), "digits": (1, 8, 8)}[dataset]
+    x = torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8).numpy()
     y = (torch.arange(n) % N_CLASSES).numpy()
-    data = ImageData("cifar10", x, y, tuple(str(c) for c in range(N_CLASSES)), n)
+    data = ImageData(dataset, x, y, tuple(str(c) for c in range(N_CLASSES)), n)
     split = holdout_splits(data, n_splits=1, n_train=n - 2 * N_CLASSES, n_test=2 * N_CLASSES)[0]
     return DeviceImages(data, split, device=device)
 
 
-def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,)) -> dict:
-    """member-images/s of one training run of len(epsilons) sets of M members."""
+def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,),
+               layout=None) -> dict:
+    """member-images/s of one training run of len(epsilons) sets of M members; `layout` (a
+    torch memory format) overrides the one sbfn_dist.steps picks, for a side that measures it."""
     precision, engine = SIDES[side]
     cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=BATCH,
                       precision=precision, engine=engine) for e in epsilons]
@@ -59,15 +65,21 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
     heads = [ColumnObserver(make_head(h, lambda f: m if f == "n_members" else setting(f),
                                       N_CLASSES, 0, images.device), k * m, (k + 1) * m)
              for k in range(len(cfgs)) for h in HEADS]
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    cuda = images.device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    forced = (mock.patch.object(members, "memory_format", lambda *_: layout) if layout
+              else contextlib.nullcontext())
     begin = time.perf_counter()
-    trained = train_cnn_pack(images, N_CLASSES, cfgs, heads)
-    torch.cuda.synchronize()
+    with forced:
+        trained = train_cnn_pack(images, N_CLASSES, cfgs, heads)
+    if cuda:
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - begin
     member_images = len(images.train_y) * epochs * m * len(cfgs)
     return {"rate": member_images / seconds, "engine": trained[0].engine, "seconds": seconds,
-            "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30}
+            "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")}
 
 
 def flops_per_member_image(kind: str, m: int) -> float:
@@ -82,7 +94,7 @@ def run(quick: bool = False) -> list:
         return []
     torch.backends.cudnn.benchmark = True      # as a trial's first steps would settle it
     n, epochs = (BATCH * 40, 1) if quick else (BATCH * 150, 2)
-    images = random_cifar(n + 2 * N_CLASSES, "cuda")
+    images = random_images(n + 2 * N_CLASSES, "cuda")
     rows, out = [], []
     for kind in ("cnn", "mixed"):
         flops = flops_per_member_image(kind, 10)

@@ -353,9 +353,9 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
                 obs.epoch_start()
             loss_sum.zero_()
             x, y = images.epoch(gen)
-            x = x.contiguous(memory_format=fmt)
-            for s in range(0, len(y), cfg.batch_size):
-                runner(x[s:s + cfg.batch_size], y[s:s + cfg.batch_size])
+            for s in range(0, len(y), cfg.batch_size):   # per batch: no second epoch-sized copy
+                runner(x[s:s + cfg.batch_size].contiguous(memory_format=fmt),
+                       y[s:s + cfg.batch_size])
             epoch_loss.append((loss_sum / max(len(y), 1)).cpu().numpy())   # one sync per epoch
             if _note_divergence(np.isfinite(epoch_loss[-1]).tolist(), sizes, diverged,
                                 f"member loss became non-finite in epoch {epoch + 1}"):

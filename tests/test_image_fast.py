@@ -7,14 +7,15 @@ import pytest
 import torch
 
 from sbfn_dist.config import TrialConfig
-from sbfn_dist.data.images import device_images, holdout_splits, load_images
+from sbfn_dist import members
+from sbfn_dist.data.images import ImageData, device_images, holdout_splits, load_images
 from sbfn_dist.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import pack_key, run_trial, run_trials
 from sbfn_dist.geometry import GEOMETRIES
 from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.members import CNNConfig, train_cnn_pack
-from sbfn_dist.steps import autocast, resolve_engine, resolve_precision
+from sbfn_dist.steps import autocast, memory_format, resolve_engine, resolve_precision
 from sweeps.packing import packs
 from sweeps.spaces import image_sweep
 
@@ -93,6 +94,39 @@ def test_packed_trials_give_the_records_of_trials_run_alone(monkeypatch):
         assert {r["step_engine"] for r in recs} == {resolve_engine("auto", DEVICE.type)}
 
 
+def cifar_shaped_images(n_train=192):
+    """Random pixels of CIFAR-10's shape: 3 channels of 32x32 (per-member convolutions on a CPU,
+    where digits' 8x8 run grouped ones)."""
+    gen = torch.Generator().manual_seed(0)
+    n = n_train + 20
+    data = ImageData("cifar10", torch.randint(0, 256, (n, 3, 32, 32), generator=gen,
+                                              dtype=torch.uint8).numpy(),
+                     np.arange(n) % 10, tuple("abcdefghij"), n)
+    split = holdout_splits(data, n_splits=1, n_train=n_train, n_test=20)[0]
+    return device_images(data, split, str(DEVICE), None)
+
+
+@pytest.mark.parametrize("images", [digits_images, cifar_shaped_images])
+def test_the_memory_format_changes_only_the_speed(monkeypatch, images):
+    """channels_last (a CPU's layout, and bf16's on CUDA) trains the numbers NCHW trains. SGD:
+    Adam's first steps move a weight by about +-lr whatever its gradient's size, so a gradient
+    near zero that rounds to the other sign moves it 2 lr apart; SGD moves weights in proportion
+    to their gradients, so the weights agree as closely as the two layouts' sums."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    images, runs = images(), {}
+    cfg = CNNConfig(ensemble="mixed", n_members=3, epochs=1, batch_size=64, seed=2,
+                    optimizer="sgd", lr=0.05)
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        monkeypatch.setattr(members, "memory_format", lambda precision, device, fmt=fmt: fmt)
+        [runs[fmt]] = train_cnn_pack(images, 10, [cfg])
+    conv = next(p for p in runs[torch.channels_last].model.parameters() if p.ndim == 4)
+    assert conv.is_contiguous(memory_format=torch.channels_last)    # it did train in NHWC
+    assert torch.allclose(_params(runs[torch.channels_last]),
+                          _params(runs[torch.contiguous_format]), atol=1e-4)
+    assert np.allclose(runs[torch.channels_last].epoch_loss,
+                       runs[torch.contiguous_format].epoch_loss, atol=1e-5)
+
+
 @pytest.mark.skipif(not CUDA, reason="the CUDA-graph step needs a CUDA GPU")
 def test_the_cuda_graph_step_trains_as_the_eager_step(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
@@ -133,6 +167,7 @@ def test_images_pack_by_epsilon_only_when_asked():
 
 def test_gpu_only_settings_are_refused_on_a_cpu():
     assert resolve_engine("auto", "cpu") == "eager" and resolve_precision("auto", "cpu") == "fp32"
+    assert memory_format("fp32", torch.device("cpu")) == torch.channels_last   # oneDNN's NHWC
     assert resolve_engine("auto", "cuda") == "cuda_graph"
     assert resolve_precision("auto", "cuda") == "bf16"
     with pytest.raises(ConfigError, match="CUDA graphs need a CUDA device"):
