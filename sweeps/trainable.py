@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import sys
 import tempfile
 
 from sbfn_dist.config import TrialConfig
@@ -72,12 +73,22 @@ def folds_of(config: dict) -> list:
     return TrialConfig(config).fold_indices()
 
 
+def _quiet_worker_exit(unraisable) -> None:
+    """Ray ends a reused worker with SIGTERM, whose handler raises SystemExit wherever the worker
+    is; inside a finaliser (a WeakSet's callback) Python cannot raise it and prints "Exception
+    ignored ... Traceback" into the sweep's output. Nothing is lost there: say nothing."""
+    if isinstance(unraisable.exc_value, SystemExit):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
                     objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
     """Tune function trainable over one pack (resolve_trial). Never returns a value (Tune's
     metric lookup)."""
     configs = resolve_trial(params, base=base, sweep=sweep)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
+    sys.unraisablehook = _quiet_worker_exit
     _limit_device(gpu_fraction, threads)
     store = ResultStore(results_uri)
     for config in configs:

@@ -1,6 +1,7 @@
 """Sweeps survive lost nodes and a killed driver, without duplicate or lost records."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,21 +56,28 @@ def sweep_command(storage: Path, *extra) -> list[str]:
             "--name", "killed", "--num-cpus", "2", *extra]
 
 
-def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path):
-    root = tmp_path / "killed"
+@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved without tune"])
+def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path, moved):
+    """moved: the sweep's folder, less Tune's state, goes to another storage first (a sweep
+    carried to another machine, as the GPU session kit does): its parts alone resume it."""
+    root, storage = tmp_path / "killed", tmp_path
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    driver = subprocess.Popen(sweep_command(tmp_path), env=env, start_new_session=True,
+    mlflow = ("--no-mlflow",) if moved else ()     # an MLflow store records its own location
+    driver = subprocess.Popen(sweep_command(tmp_path, *mlflow), env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_parts(root, 5)
     finally:
         os.killpg(driver.pid, signal.SIGKILL)   # the driver and the Ray it started
         driver.wait()
+    if moved:
+        storage = tmp_path / "elsewhere"
+        root = Path(shutil.copytree(root, storage / "killed", ignore=shutil.ignore_patterns("tune")))
     before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
     assert 5 <= len(before) < 18
 
-    done = subprocess.run(sweep_command(tmp_path, "--resume"), env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(sweep_command(storage, "--resume", *mlflow), env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     after = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
     assert {k: after[k] for k in before} == before          # no finished fold was recomputed
@@ -77,9 +85,10 @@ def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path):
     keys = set(table["trial_id"])
     assert len(keys) == 6 and len(after) == 6 * 3
     assert_each_fold_once(table, keys, range(3))
-    _, runs = mlflow_runs(f"sqlite:///{root}/mlflow.db", "killed")
-    assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(keys)   # one run per trial
-    assert all(r.info.status == "FINISHED" for r in runs)
+    if not moved:
+        _, runs = mlflow_runs(f"sqlite:///{root}/mlflow.db", "killed")
+        assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(keys)   # one run a trial
+        assert all(r.info.status == "FINISHED" for r in runs)
     # The resumed progress line counts the folds finished before the kill too.
     progress = [line for line in done.stdout.splitlines() if "| folds " in line]
     assert progress and "folds 18/18" in progress[-1], progress[-3:]
@@ -116,6 +125,24 @@ def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> dict
     for pid in left:
         os.kill(pid, signal.SIGSTOP)
     return left
+
+
+class Finaliser:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def __del__(self):
+        raise self.error
+
+
+def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
+    """Ray's SIGTERM handler raises SystemExit wherever a reused worker is, a finaliser too."""
+    from sweeps.trainable import _quiet_worker_exit
+    monkeypatch.setattr(sys, "unraisablehook", _quiet_worker_exit)
+    Finaliser(SystemExit(1))
+    assert capfd.readouterr().err == ""
+    Finaliser(ValueError("a real error in a finaliser"))    # still said
+    assert "ValueError: a real error in a finaliser" in capfd.readouterr().err
 
 
 @pytest.mark.slow

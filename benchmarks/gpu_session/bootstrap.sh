@@ -12,7 +12,9 @@
 #      $DEVROOT/data/cifar10/cifar10.npz and checks its sha256 (prints OK or FAIL);
 #   3. copies .dev/fashion_mnist/fashion_mnist.npz (and .dev/mnist/mnist.npz) when present,
 #      checking each against its SHA256;
-#   4. exports PYTHONPATH=$DEVROOT/raysite:<repo>, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 and
+#   4. unpacks an earlier session's runs (.dev/runs.tgz) into $DEVROOT/runs once, so that the
+#      plan's sweeps continue them (--resume);
+#   5. exports PYTHONPATH=$DEVROOT/raysite:<repo>, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 and
 #      SBFN_DATA_DIR=$DEVROOT/data (pipeline.sh, started from the same shell, inherits them).
 # DEVROOT defaults to /tmp (override for a local simulation: DEVROOT=/tmp/devsim).
 # It never calls `exit`: a failure prints "bootstrap: ... FAIL..." and makes `source` return 1
@@ -117,7 +119,15 @@ _bs_main() {
     done
     echo "bootstrap: data sets in $data:${have:- none}"
 
-    # 4. the environment
+    # 4. an earlier session's runs (.dev/runs.tgz: its out.tgz's runs.tgz), unpacked once into
+    #    $devroot/runs, where the plan's sweeps continue them with --resume (README.md)
+    if [ -f "$dev/runs.tgz" ] && [ ! -f "$devroot/runs/.earlier" ]; then
+        mkdir -p "$devroot/runs" && tar -xzf "$dev/runs.tgz" -C "$devroot" || return 1
+        touch "$devroot/runs/.earlier"
+        echo "bootstrap: runs: an earlier session's sweeps in $devroot/runs: $(ls "$devroot/runs" | tr '\n' ' ')"
+    fi
+
+    # 5. the environment
     export PYTHONPATH="$raysite:$repo"
     export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
     export SBFN_DATA_DIR="$data"

@@ -142,6 +142,14 @@ for i in "${!carry[@]}"; do
     if fits "$i" .dev/mnist; then carry[$i]+=" .dev/mnist"; placed=1; break; fi
 done
 [ $placed = 1 ] || { carry+=(".dev/mnist"); note[$(( ${#carry[@]} - 1 ))]="  (optional: plan.txt does not use MNIST)"; }
+# An earlier session's runs to continue (README.md "Continuing a sweep"), in the first call with room.
+if [ -f "$DEV/runs.tgz" ]; then
+    placed=0
+    for i in "${!carry[@]}"; do
+        if fits "$i" .dev/runs.tgz; then carry[$i]+=" .dev/runs.tgz"; placed=1; break; fi
+    done
+    [ $placed = 1 ] || carry+=(".dev/runs.tgz")
+fi
 
 {
     printf 'working tree %d bytes; limit %d a call; margin kept %d\n' "$tree_bytes" "$LIMIT" "$MARGIN"
