@@ -256,4 +256,20 @@ def load_results(paths, relative_to: Path | None = None) -> Results:
         table, info = load_sweep(p, relative_to)
         tables.append(table)
         infos.append(info)
-    return Results(pd.concat(tables, ignore_index=True), infos)
+    table = pd.concat(tables, ignore_index=True)
+    _check_one_precision(table)
+    return Results(table, infos)
+
+
+def _check_one_precision(table: pd.DataFrame) -> None:
+    """The report averages a data set's rows over splits and repeats: rows of members trained in
+    different precisions (an fp32 twin of a bf16 sweep) would be averaged as one setting."""
+    if "precision" not in table:
+        return
+    for dataset, rows in table.dropna(subset=["precision"]).groupby("dataset"):
+        used = rows.groupby("precision")["sweep"].unique()
+        if len(used) > 1:
+            where = "; ".join(f"{p}: {', '.join(map(str, s))}" for p, s in used.items())
+            raise ResultsError(f"the {dataset} rows were trained in {len(used)} precisions "
+                               f"({where}), which a report would average together; report "
+                               "each precision's sweeps on their own")

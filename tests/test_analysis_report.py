@@ -236,6 +236,18 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys, case, message):
     assert message in capsys.readouterr().err
 
 
+def test_rows_of_two_precisions_are_not_averaged_together(sweeps, tmp_path):
+    """An fp32 twin of a bf16 sweep: the same data set and trials, another precision."""
+    rows = pd.concat([pd.read_parquet(p) for p in (sweeps[1] / "results.parquet").glob("*")])
+    twin = tmp_path / "img-bf16"
+    twin.mkdir()
+    rows.assign(precision="bf16", sweep="img-bf16").to_parquet(twin / "results.parquet")
+    with pytest.raises(ResultsError, match=r"digits rows were trained in 2 precisions \(bf16: "
+                                           r"img-bf16; fp32: img\)"):
+        load_results([sweeps[1], twin])
+    assert len(load_results(twin).table) == len(rows)         # each on its own is fine
+
+
 @pytest.fixture(scope="module")
 def browser() -> str:
     """Asked before the report fixture, so a machine without a browser skips at once."""
