@@ -33,7 +33,7 @@ from benchmarks.bench_image_members import step_flops
 from benchmarks.common import table, target
 from sbfn_dist import members
 from sbfn_dist.combining import make_head
-from sbfn_dist.data.images import DeviceImages, ImageData, holdout_splits
+from sbfn_dist.data.images import DeviceImages, ImageData, _spec, holdout_splits
 from sbfn_dist.fields import defaults
 from sbfn_dist.members import CNNConfig, ColumnObserver, train_cnn_pack
 
@@ -46,7 +46,7 @@ HEADS = ("sbfn", "moe")
 def random_images(n: int, device: str, dataset: str = "cifar10") -> DeviceImages:
     """n random images of `dataset`'s shape and classes, augmented as it is."""
     gen = torch.Generator().manual_seed(0)
-    shape = {"cifar10": (3, 32, 32), "digits": (1, 8, 8)}[dataset]
+    shape = _spec(dataset).shape            # (C, H, W), as the data catalog has it
     x = torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8).numpy()
     y = (torch.arange(n) % N_CLASSES).numpy()
     data = ImageData(dataset, x, y, tuple(str(c) for c in range(N_CLASSES)), n)
