@@ -21,6 +21,7 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     ok = df[df["status"] == "ok"]
     per_setting = (ok.groupby(["model", *settings])[metric]
                    .agg(["mean", "std", "count"]).reset_index())
+    per_setting["model_params"] = per_setting["model_params"].replace("{}", "")   # none: blank
     axes = [c for c in settings if c != "model_params"]
     if axes:  # one label per configuration: "n_members=10 epsilon=0.35 {"lambda2": 3.0}"
         labels = [per_setting[c].map(lambda v, c=c: f"{c}={v}" if v != "-" else "") for c in axes]

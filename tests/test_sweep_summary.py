@@ -48,6 +48,7 @@ def test_an_image_sweep_without_references_or_model_params_prints_every_combiner
             for f in range(2) for m, a in (("sbfn_stacked", 0.8), ("logit_mean", 0.78))]
     text = summary(rows, image_sweep("fashion_mnist"))
     assert "sbfn_stacked" in text and "logit_mean" in text
+    assert "ensemble=mixed n_members=5 epsilon=0.5 " in text and "{}" not in text
 
 
 def test_m_reads_as_an_integer_when_competitor_rows_have_none():
