@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, model_label, model_sort_key
-from analysis.stats import t_half_width
+from analysis.stats import holm, paired_test, t_half_width, t_interval
 from analysis.tables import in_model_order
 from sbfn_dist.records import DIAGNOSTICS
 
@@ -55,6 +55,17 @@ NOTES = {
     "eps": [
         "Accuracy in % by ε, heterogeneous (architecture mix 'mixed') vs homogeneous (every other "
         "mix, pooled), each mean over splits ± the 95% t half width across splits.",
+    ],
+    "heterogeneity": [
+        "Per data set, combiner, M and ε: within each split, the heterogeneous mix's accuracy "
+        "minus the mean accuracy of the homogeneous mixes of the same split (the paper's claim "
+        "that architectural heterogeneity matters more as data get harder reads across data "
+        "sets: rows sorted by the homogeneous mixes' accuracy, hardest last), and minus the "
+        "homogeneous mix with the best mean over the splits (named). Gains in points, mean over "
+        "splits ± the half width of the 95% Student-t interval across splits.",
+        "p: two-sided paired test across splits (the report's --test) of the heterogeneous mix "
+        "against the homogeneous mean; p (Holm): adjusted over the table's rows. Only splits "
+        "where every mix of the row trained count.",
     ],
     "diagnostics": [
         "One value per (trial, split): the diagnostics are computed once on the members' test "
@@ -156,6 +167,63 @@ def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
     wide = eps.assign(cell=cell, label=eps["model"].map(model_label)).pivot(
         index=["dataset", "label", "epsilon"], columns="kind", values="cell")
     return wide.reset_index().fillna("–").rename(columns={"label": "combiner", "epsilon": "ε"})
+
+
+HETEROGENEOUS = "mixed"
+GAIN_KEYS = ["dataset", "model", "n_members", "epsilon"]
+
+
+def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+    """The heterogeneous mix against the homogeneous ones, paired by split (NOTES
+    "heterogeneity"); empty when no row has the heterogeneous mix and another."""
+    per_split = fold_values(ok, [*GAIN_KEYS, "ensemble"], "accuracy")
+    wide = per_split.pivot_table(index=[*GAIN_KEYS, "fold"], columns="ensemble",
+                                 values="accuracy") * 100
+    if HETEROGENEOUS not in wide:
+        return pd.DataFrame()
+    rows = [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False)
+            if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, test))]
+    if not rows:
+        return pd.DataFrame()
+    out = pd.DataFrame(rows)
+    out["p_holm"] = holm(out["p"])
+    # per combiner, M and ε the data sets from easiest to hardest: the claim reads down a block
+    order = out.assign(_k=out["model"].map(model_sort_key), _d=-out["homogeneous_accuracy"])
+    return (order.sort_values(["_k", "n_members", "epsilon", "_d"]).drop(columns=["_k", "_d"])
+            .reset_index(drop=True))
+
+
+def _gain_row(key: dict, g: pd.DataFrame, test: str) -> dict | None:
+    """One row of heterogeneity_gain for one (data set, combiner, M, ε), or None when the
+    heterogeneous or every homogeneous mix is missing."""
+    homogeneous = [c for c in g.columns if c != HETEROGENEOUS and g[c].notna().any()]
+    g = g.dropna(subset=[HETEROGENEOUS, *homogeneous])
+    if not homogeneous or g.empty:
+        return None
+    mean = g[homogeneous].mean(axis=1)
+    best = max(homogeneous, key=lambda c: g[c].mean())
+    gain, half, n = t_interval(g[HETEROGENEOUS] - mean, LEVEL)
+    gain_best, half_best, _ = t_interval(g[HETEROGENEOUS] - g[best], LEVEL)
+    return {**key, "homogeneous": " ".join(homogeneous),
+            "homogeneous_accuracy": mean.mean(), "heterogeneous_accuracy": g[HETEROGENEOUS].mean(),
+            "gain_vs_mean": gain, "half_width": half, "p": paired_test(g[HETEROGENEOUS], mean,
+                                                                       test)[1],
+            "best_homogeneous": best, "gain_vs_best": gain_best, "half_width_best": half_best,
+            "n_splits": n}
+
+
+def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
+    signed = lambda m, h: f"{m:+.2f}" + ("" if h != h else f" ± {h:.2f}")
+    return pd.DataFrame({
+        "dataset": gain["dataset"], "combiner": gain["model"].map(model_label),
+        "M": gain["n_members"], "ε": gain["epsilon"],
+        "homogeneous (%)": gain["homogeneous_accuracy"].map("{:.2f}".format),
+        "heterogeneous (%)": gain["heterogeneous_accuracy"].map("{:.2f}".format),
+        "− homogeneous mean (pts)": list(map(signed, gain["gain_vs_mean"], gain["half_width"])),
+        "p": gain["p"].map("{:.2g}".format), "p (Holm)": gain["p_holm"].map("{:.2g}".format),
+        "− best homogeneous (pts)": [f"{signed(m, h)} ({ensemble_label(b)})" for m, h, b in zip(
+            gain["gain_vs_best"], gain["half_width_best"], gain["best_homogeneous"])],
+        "splits": gain["n_splits"]})
 
 
 def diagnostics_by_epsilon(ok: pd.DataFrame) -> pd.DataFrame:

@@ -136,6 +136,11 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
               Table("efficiency", "Efficiency", it.efficiency(ok), None, it.NOTES["efficiency"]),
               Table("epsilon_sensitivity", "ε-sensitivity: accuracy (%) by ε, heterogeneous vs "
                     "homogeneous", eps, it.epsilon_view(eps), it.NOTES["eps"])]
+    gain = it.heterogeneity_gain(ok, test)
+    if not gain.empty:
+        blocks.append(Table("heterogeneity_gain", "Heterogeneous vs homogeneous mixes, paired by "
+                            "split (accuracy points)", gain, it.heterogeneity_view(gain),
+                            it.NOTES["heterogeneity"]))
     diag = it.diagnostics_by_epsilon(ok)
     if not diag.empty:
         blocks.append(Table("diagnostics_epsilon", "Ensemble diagnostics against ε", diag, None,

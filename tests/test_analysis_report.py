@@ -105,7 +105,8 @@ def test_report_has_every_table_as_csv_and_says_what_is_missing(report):
     assert q.loc["sbfn_ls", "n_configurations"] == 8        # M x eps x lambda2
     assert q.loc["arithmetic", "n_configurations"] == 4     # M x eps (lambda2 does not apply)
     for name in ("rmse_m_eps_diabetes", "ranking_rmse", "pairs_accuracy", "accuracy_overall",
-                 "best_configurations", "efficiency", "epsilon_sensitivity", "diagnostics_epsilon"):
+                 "best_configurations", "efficiency", "epsilon_sensitivity", "diagnostics_epsilon",
+                 "heterogeneity_gain"):
         assert len(pd.read_csv(report / "tables" / f"{name}.csv")) > 0, name
     # the image section holds the image rows only: the tabular ones have a section of their own
     assert set(pd.read_csv(report / "tables" / "accuracy_overall.csv")["dataset"]) == {"digits"}

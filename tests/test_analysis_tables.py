@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from analysis import image_tables as it, tables
 from analysis.collect import ResultsError, check_columns, normalise
@@ -209,3 +210,35 @@ def test_heterogeneous_table_compares_sbfn_rbf_with_each_input_per_fold():
     from scipy.stats import ttest_rel
     assert knn["p"] == pytest.approx(ttest_rel([1.0, 2.0, 3.0], [1.5, 3.0, 3.5]).pvalue)
     assert np.isnan(table.loc["s-BFN multivariate RBF (K by inner CV)", "p"])
+
+
+def mix_rows(dataset, accuracies):
+    """accuracies: {ensemble: [accuracy of split 0, split 1, ...]} -> ok image rows (s-BFN)."""
+    return [dict(dataset=dataset, task="classification", ensemble=ens, model="sbfn", fold=fold,
+                 seed=0, epsilon=0.5, n_members=5, accuracy=acc, status="ok", sweep="s",
+                 trial_id=f"{dataset}-{ens}-{fold}")
+            for ens, values in accuracies.items() for fold, acc in enumerate(values)]
+
+
+def test_heterogeneity_gain_is_paired_by_split_and_sorted_easiest_first():
+    hard = mix_rows("cifar10", {"cnn": [0.50, 0.60, 0.55], "resnet": [0.60, 0.70, 0.65],
+                                "mixed": [0.60, 0.66, 0.63]})
+    easy = mix_rows("mnist", {"cnn": [0.97, 0.98, 0.99], "resnet": [0.99, 0.99, 0.99],
+                              "mixed": [0.98, 0.985, 0.99]})
+    gain = it.heterogeneity_gain(pd.DataFrame(hard + easy))
+    assert list(gain["dataset"]) == ["mnist", "cifar10"]          # easiest first
+    row = gain.set_index("dataset").loc["cifar10"]
+    diffs = np.array([5.0, 1.0, 3.0])           # mixed minus the mean of cnn and resnet, points
+    mean, half, n = t_interval(diffs, 0.95)
+    assert (row["gain_vs_mean"], row["half_width"], row["n_splits"]) == pytest.approx((mean, half, n))
+    assert row["p"] == pytest.approx(stats.ttest_rel([60, 66, 63], [55, 65, 60]).pvalue)
+    assert row["best_homogeneous"] == "resnet" and row["gain_vs_best"] == pytest.approx(-2.0)
+    assert row["homogeneous"] == "cnn resnet" and row["homogeneous_accuracy"] == pytest.approx(60)
+
+
+def test_heterogeneity_gain_counts_only_splits_where_every_mix_trained():
+    rows = mix_rows("fashion_mnist", {"cnn": [0.80, 0.82], "resnet": [0.84, 0.86],
+                                      "mixed": [0.85, 0.90]})
+    gain = it.heterogeneity_gain(pd.DataFrame(rows[:3] + rows[4:]))   # resnet lacks split 1
+    assert gain.loc[0, "n_splits"] == 1 and gain.loc[0, "gain_vs_mean"] == pytest.approx(3.0)
+    assert it.heterogeneity_gain(pd.DataFrame(mix_rows("d", {"cnn": [0.8], "resnet": [0.9]}))).empty
