@@ -54,6 +54,14 @@ def random_images(n: int, device: str, dataset: str = "cifar10") -> DeviceImages
     return DeviceImages(data, split, device=device)
 
 
+def trial_heads(m: int, n_sets: int, device) -> list:
+    """The on-the-fly heads a trial trains beside its members, for each of n_sets sets of M."""
+    setting = defaults("classification", "image").get
+    return [ColumnObserver(make_head(h, lambda f: m if f == "n_members" else setting(f),
+                                     N_CLASSES, 0, device), k * m, (k + 1) * m)
+            for k in range(n_sets) for h in HEADS]
+
+
 def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,),
                layout=None) -> dict:
     """member-images/s of one training run of len(epsilons) sets of M members; `layout` (a
@@ -61,10 +69,7 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
     precision, engine = SIDES[side]
     cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=BATCH,
                       precision=precision, engine=engine) for e in epsilons]
-    setting = defaults("classification", "image").get
-    heads = [ColumnObserver(make_head(h, lambda f: m if f == "n_members" else setting(f),
-                                      N_CLASSES, 0, images.device), k * m, (k + 1) * m)
-             for k in range(len(cfgs)) for h in HEADS]
+    heads = trial_heads(m, len(cfgs), images.device)
     cuda = images.device.type == "cuda"
     if cuda:
         torch.cuda.synchronize()
