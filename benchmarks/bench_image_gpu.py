@@ -17,7 +17,10 @@ warm-up and capture included) and the FLOP/s achieved (forward + backward FLOPs 
 counted by torch.utils.flop_counter, the optimizer not counted). "packed" trains the grid's five
 epsilons of one (kind, M) as one stack (a --pack auto trial). Needs CUDA.
 
-    python -m benchmarks.bench_image_gpu [--quick] [--json FILE]
+"fast + torch.compile" (`--compile`) runs the members' forward through torch.compile inside the
+same CUDA graph (a warm-up run fills inductor's cache first; tracing stays inside the time).
+
+    python -m benchmarks.bench_image_gpu [--quick] [--compile] [--json FILE]
 """
 
 import argparse
@@ -35,6 +38,7 @@ from sbfn_dist import members
 from sbfn_dist.combining import make_head
 from sbfn_dist.data.images import DeviceImages, ImageData, _spec, holdout_splits
 from sbfn_dist.fields import defaults
+from sbfn_dist.learners.cnn import Ensemble
 from sbfn_dist.members import CNNConfig, ColumnObserver, train_cnn_pack
 
 BATCH, N_CLASSES, EPSILONS = 128, 10, (0.0, 0.1, 0.3, 0.5, 0.8)
@@ -62,10 +66,19 @@ def trial_heads(m: int, n_sets: int, device) -> list:
             for k in range(n_sets) for h in HEADS]
 
 
+def compiled_ensemble(*args, **kwargs) -> Ensemble:
+    """An Ensemble whose forward runs through torch.compile (inductor fuses the elementwise
+    chains: BatchNorm, ReLU, pooling, additions; docs/benchmarks.md 9.4); the backward follows."""
+    model = Ensemble(*args, **kwargs)
+    model.forward = torch.compile(model.forward)
+    return model
+
+
 def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,),
-               layout=None) -> dict:
+               layout=None, compiled: bool = False) -> dict:
     """member-images/s of one training run of len(epsilons) sets of M members; `layout` (a
-    torch memory format) overrides the one sbfn_dist.steps picks, for a side that measures it."""
+    torch memory format) overrides the one sbfn_dist.steps picks, for a side that measures it;
+    `compiled`: the members' forward through torch.compile (compilation inside the time)."""
     precision, engine = SIDES[side]
     cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=BATCH,
                       precision=precision, engine=engine) for e in epsilons]
@@ -76,8 +89,10 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
         torch.cuda.reset_peak_memory_stats()
     forced = (mock.patch.object(members, "memory_format", lambda *_: layout) if layout
               else contextlib.nullcontext())
+    compiling = (mock.patch.object(members, "Ensemble", compiled_ensemble) if compiled
+                 else contextlib.nullcontext())
     begin = time.perf_counter()
-    with forced:
+    with forced, compiling:
         trained = train_cnn_pack(images, N_CLASSES, cfgs, heads)
     if cuda:
         torch.cuda.synchronize()
@@ -93,7 +108,7 @@ def flops_per_member_image(kind: str, m: int) -> float:
     return step_flops(kind, m, x, y) / (BATCH * m)
 
 
-def run(quick: bool = False) -> list:
+def run(quick: bool = False, compiled: bool = False) -> list:
     if not torch.cuda.is_available():
         print("SKIP bench_image_gpu: no CUDA device")
         return []
@@ -105,8 +120,12 @@ def run(quick: bool = False) -> list:
         flops = flops_per_member_image(kind, 10)
         train_rate(images, kind, 10, "fast", 1)               # cuDNN's choices, allocator warm
         rates = {side: train_rate(images, kind, 10, side, epochs) for side in SIDES}
-        packed = train_rate(images, kind, 10, "fast", epochs, EPSILONS)
-        for side, r in [*rates.items(), ("fast, packed x5", packed)]:
+        more = [("fast, packed x5", train_rate(images, kind, 10, "fast", epochs, EPSILONS))]
+        if compiled:
+            train_rate(images, kind, 10, "fast", 1, compiled=True)   # inductor's cache filled
+            more.append(("fast + torch.compile",
+                         train_rate(images, kind, 10, "fast", epochs, compiled=True)))
+        for side, r in [*rates.items(), *more]:
             ratio = r["rate"] / rates["today"]["rate"]
             rows.append([kind, side, r["engine"], f"{r['rate']:,.0f}",
                          f"{r['rate'] * flops / 1e12:.1f}", f"{ratio:.2f}x",
@@ -127,8 +146,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke-test sizes (seconds)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--compile", action="store_true",
+                        help="add the fast side with the members' forward through torch.compile")
     args = parser.parse_args()
-    rows = run(args.quick)
+    rows = run(args.quick, args.compile)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 
