@@ -14,7 +14,7 @@ from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width, t_interval
 from analysis.tables import in_model_order
-from sbfn_dist.records import DIAGNOSTICS
+from sbfn_dist.records import DIAGNOSTICS, HETEROGENEOUS
 
 LEVEL = 0.95
 BASE = "base_avg"
@@ -88,7 +88,7 @@ def split_interval(df: pd.DataFrame, keys: list, metric: str, level: float = LEV
 
 
 def _with_kind(df: pd.DataFrame) -> pd.DataFrame:
-    kind = np.where(df["ensemble"] == "mixed", "heterogeneous", "homogeneous")
+    kind = np.where(df["ensemble"] == HETEROGENEOUS, "heterogeneous", "homogeneous")
     return df.assign(kind=kind)
 
 
@@ -169,7 +169,6 @@ def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index().fillna("–").rename(columns={"label": "combiner", "epsilon": "ε"})
 
 
-HETEROGENEOUS = "mixed"
 GAIN_KEYS = ["dataset", "model", "n_members", "epsilon"]
 
 
@@ -202,14 +201,13 @@ def _gain_row(key: dict, g: pd.DataFrame, test: str) -> dict | None:
         return None
     mean = g[homogeneous].mean(axis=1)
     best = max(homogeneous, key=lambda c: g[c].mean())
-    gain, half, n = t_interval(g[HETEROGENEOUS] - mean, LEVEL)
-    gain_best, half_best, _ = t_interval(g[HETEROGENEOUS] - g[best], LEVEL)
-    return {**key, "homogeneous": " ".join(homogeneous),
-            "homogeneous_accuracy": mean.mean(), "heterogeneous_accuracy": g[HETEROGENEOUS].mean(),
-            "gain_vs_mean": gain, "half_width": half, "p": paired_test(g[HETEROGENEOUS], mean,
-                                                                       test)[1],
-            "best_homogeneous": best, "gain_vs_best": gain_best, "half_width_best": half_best,
-            "n_splits": n}
+    mixed = g[HETEROGENEOUS]
+    gain, half, n = t_interval(mixed - mean, LEVEL)
+    gain_best, half_best, _ = t_interval(mixed - g[best], LEVEL)
+    return {**key, "homogeneous": " ".join(homogeneous), "homogeneous_accuracy": mean.mean(),
+            "heterogeneous_accuracy": mixed.mean(), "gain_vs_mean": gain, "half_width": half,
+            "p": paired_test(mixed, mean, test)[1], "best_homogeneous": best,
+            "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n}
 
 
 def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:

@@ -35,8 +35,9 @@ DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16")           # sbfn_dist.steps resolves "auto" per device
 STEP_ENGINES = ("auto", "eager", "cuda_graph")
 ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
+HETEROGENEOUS = "mixed"       # the paper's heterogeneous kind: the architectures alternate
 HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}   # the paper's homogeneous kinds
-ENSEMBLE_KINDS = ("mixed", *HOMOGENEOUS, *ARCHITECTURES)
+ENSEMBLE_KINDS = (HETEROGENEOUS, *HOMOGENEOUS, *ARCHITECTURES)
 OPTIMIZERS = ("sgd", "adam")
 REGIMES = ("on_the_fly", "plug_in")
 BASES = ("member", "kmeans")
@@ -361,7 +362,7 @@ FIELDS = [
     Field("dtype", OneOf(DTYPES), "float32", lambda ctx: ctx.members and ctx.tabular, TABULAR,
           est="float64", hyper=False),
     # CNN members (paper, "Deep Base Learners")
-    Field("ensemble", OneOf(ENSEMBLE_KINDS), "mixed", lambda ctx: ctx.members and ctx.image,
+    Field("ensemble", OneOf(ENSEMBLE_KINDS), HETEROGENEOUS, lambda ctx: ctx.members and ctx.image,
           IMAGES, doc="mixed (heterogeneous) | cnn | resnet | an architecture"),
     Field("optimizer", OneOf(OPTIMIZERS), "adam", lambda ctx: ctx.members and ctx.image, IMAGES),
     Field("momentum", Real(0, 1), 0.9,

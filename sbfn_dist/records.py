@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
-from sbfn_dist.fields import FIELDS, Ctx
+from sbfn_dist.fields import FIELDS, HETEROGENEOUS, Ctx  # noqa: F401 (analysis)
 from sbfn_dist.tasks import CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS  # noqa: F401 (analysis)
 
 STATUSES = ("ok", "diverged", "failed")

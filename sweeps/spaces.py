@@ -16,7 +16,7 @@ from itertools import product
 
 from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import defaults
+from sbfn_dist.fields import HETEROGENEOUS, HOMOGENEOUS, defaults
 from sbfn_dist.tasks import TASKS
 
 # Paper, Table "hyper" (tab:hyperparams).
@@ -113,7 +113,7 @@ OBJECTIVES = {"regression": "sbfn_ls", "classification": "sbfn"}
 # (batch 128, Adam at 1e-3, T = 3 and η_α = 0.1 for the s-BFN head: the paper's stated values)
 # is the library's image default; the sweep trains 10 epochs instead of its CPU-sized 2.
 IMAGE_MEMBERS = (2, 5, 10)
-IMAGE_ENSEMBLES = ("mixed", "cnn", "resnet")
+IMAGE_ENSEMBLES = (HETEROGENEOUS, *HOMOGENEOUS)
 IMAGE_PRESET = {"epochs": 10}
 
 # --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), 256

@@ -7,7 +7,7 @@ name gives a homogeneous ensemble of that architecture.
 """
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import ENSEMBLE_KINDS, HOMOGENEOUS
+from sbfn_dist.fields import ENSEMBLE_KINDS, HETEROGENEOUS, HOMOGENEOUS
 from sbfn_dist.learners.cnn import (ARCHITECTURES, STRATEGIES, Ensemble, MemberStack,
                                     build_member, member_seed)
 
@@ -19,7 +19,7 @@ def ensemble_archs(kind: str, n_members: int) -> list[str]:
     """archs[j] = member j's architecture for an ensemble kind."""
     if isinstance(n_members, bool) or not isinstance(n_members, int) or n_members < 1:
         raise ConfigError("n_members", n_members, "a positive integer")
-    if kind == "mixed":
+    if kind == HETEROGENEOUS:
         return [ARCHITECTURES[j % len(ARCHITECTURES)] for j in range(n_members)]
     arch = HOMOGENEOUS.get(kind, kind)
     if arch not in ARCHITECTURES:
