@@ -17,6 +17,9 @@ it here for over a minute, and a worker in the middle of a fold may go on writin
 of the sweep and `python -m sweeps.cleanup` stop exactly those: processes of this user, on this
 machine, marked with this sweep's directory, whose driver is dead (a notebook whose sweep ended
 keeps its Ray). `ray stop` would stop every Ray of the user on the machine, other sweeps' too.
+Ray's Python processes write their title over part of their environment (setproctitle), so an
+agent or worker may have lost its driver mark: it counts as left over once its parent is no
+longer of the sweep's Ray (`_orphaned`; the tests once saw a stopped agent missed without this).
 
 Remote storage (s3://...) takes no lock: there, sweep.json alone refuses a second sweep of the
 same name once the first has started. Leftovers are found through /proc (Linux).
@@ -111,7 +114,7 @@ def sweep_processes(root: str, orphaned: bool = False) -> dict[int, str]:
     found = {}
     for pid in _pids():
         marks = _marks(pid)
-        if marks.get(ENV) == root and (_orphaned(marks) or not orphaned):
+        if marks.get(ENV) == root and (not orphaned or _orphaned(pid, marks)):
             found[pid] = _command(pid)
     return found
 
@@ -121,11 +124,16 @@ def leftovers(root: str) -> dict[int, str]:
     return sweep_processes(root, orphaned=True)
 
 
-def _orphaned(marks: dict) -> bool:
-    """Marked by a driver ("pid:start time") that has ended."""
+def _orphaned(pid: int, marks: dict) -> bool:
+    """Marked by a driver ("pid:start time") that has ended. Ray's Python processes (agents,
+    workers) write their title over the start of their environment (setproctitle), and which
+    variables that erases varies with their order: without a driver mark, a process is left
+    over once its parent is no longer a process of this sweep's Ray (the raylet is gone)."""
     driver = marks.get(DRIVER_ENV, "")
-    pid = driver.partition(":")[0]
-    return pid.isdigit() and _identity(int(pid)) != driver
+    if driver:
+        return _identity(int(driver.partition(":")[0])) != driver
+    parent = _stat(pid)
+    return parent is not None and _marks(int(parent[1])).get(ENV) != marks.get(ENV)
 
 
 def _marks(pid: int) -> dict:
@@ -141,20 +149,37 @@ def _marks(pid: int) -> dict:
     return {k: v for k, _, v in pairs if k in (ENV, DRIVER_ENV)}
 
 
-def _identity(pid: int) -> str | None:
-    """"pid:start time" of a running process (a reused pid starts at another time), else None."""
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the name (state, ppid, ...), None once it has ended."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rpartition(")")[2].split()     # the name may hold ") "
     except OSError:
         return None
-    return None if fields[0] == "Z" else f"{pid}:{fields[19]}"
+    return None if fields[0] == "Z" else fields
+
+
+def _identity(pid: int) -> str | None:
+    """"pid:start time" of a running process (a reused pid starts at another time), else None."""
+    fields = _stat(pid)
+    return None if fields is None else f"{pid}:{fields[19]}"
 
 
 def stop_leftovers(root: str) -> dict[int, str]:
     """Stop the leftovers of earlier runs of the sweep at `root`: SIGTERM, then SIGKILL those
-    still there after STOP_WAIT_S. Returns the ones found."""
-    found = leftovers(root)
+    still there after STOP_WAIT_S. Returns the ones found. Looks again after each round: a
+    stopped raylet's children count as left over only once it is gone."""
+    stopped: dict = {}
+    for _ in range(3):
+        found = {pid: cmd for pid, cmd in leftovers(root).items() if pid not in stopped}
+        if not found:
+            break
+        _stop(found)
+        stopped.update(found)
+    return stopped
+
+
+def _stop(found: dict) -> None:
     identities = {pid: _identity(pid) for pid in found}
 
     def running() -> list[int]:       # the same processes, not others that took their pids
@@ -165,7 +190,6 @@ def stop_leftovers(root: str) -> dict[int, str]:
     while running() and time.monotonic() < deadline:
         time.sleep(0.1)
     _signal(running(), signal.SIGKILL)
-    return found
 
 
 def _signal(pids: list[int], sig) -> None:

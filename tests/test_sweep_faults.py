@@ -1,5 +1,6 @@
 """Sweeps survive lost nodes and a killed driver, without duplicate or lost records."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -121,10 +122,41 @@ def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> dict
     from sweeps.claim import leftovers
     driver.kill()
     driver.wait()
+    time.sleep(1)               # what dies with the driver (its gcs, raylet) has gone by now
     left = leftovers(str(root))
     for pid in left:
-        os.kill(pid, signal.SIGSTOP)
-    return left
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+    return leftovers(str(root))     # without any that ended before they were stopped
+
+
+SLEEPER = "import time; time.sleep(120)"
+# A parent of the sweep's Ray that starts a child whose driver mark is lost (as Ray's
+# setproctitle erases it from agents and workers), then sleeps.
+PARENT = ("import os, subprocess, sys, time; env = dict(os.environ); del env['SBFN_SWEEP_DRIVER']; "
+          f"p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], env=env); "
+          "print(p.pid, flush=True); time.sleep(120)")
+
+
+def test_a_process_without_its_driver_mark_is_left_over_once_its_ray_parent_is_gone(tmp_path):
+    from sweeps.claim import DRIVER_ENV, ENV, _identity, leftovers, sweep_processes
+    root = str(tmp_path)
+    marks = {**os.environ, ENV: root, DRIVER_ENV: _identity(os.getpid())}   # a live driver
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], env=marks, stdout=subprocess.PIPE,
+                              text=True)
+    child = int(parent.stdout.readline())
+    try:
+        assert set(sweep_processes(root)) == {parent.pid, child}
+        assert leftovers(root) == {}          # the driver lives; the child's parent is its Ray
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while child not in leftovers(root) and time.monotonic() < deadline:
+            time.sleep(0.1)                   # reparented once its parent has gone
+        assert set(leftovers(root)) == {child}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 class Finaliser:
