@@ -11,6 +11,7 @@ import time
 from ray.tune import Callback
 
 from sbfn_dist import records
+from sweeps.spaces import axis_text
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of
 
@@ -184,4 +185,5 @@ def _label(trial) -> str:
     keys = (trial.last_result or {}).get("trial_keys") or []
     best = (trial.last_result or {}).get("objective_key")
     config = params[keys.index(best)] if best in keys and len(keys) == len(params) else params[0]
-    return " ".join(f"{k}={v}" for k, v in config.items() if not isinstance(v, (list, dict)))
+    return " ".join(f"{k}={axis_text(v)}" for k, v in config.items()
+                    if not isinstance(v, (list, dict)))

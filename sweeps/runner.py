@@ -25,7 +25,7 @@ from sbfn_dist.summary import comparison_table
 from sweeps.claim import marked, take_over
 from sweeps.environment import ray_environment
 from sweeps.packing import PACK_MODES, packs
-from sweeps.spaces import SweepSpec
+from sweeps.spaces import SweepSpec, axis_text
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
 
@@ -428,7 +428,8 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
             for i in pack:
                 c = configs[i]
                 role = c["extra"].get("role")
-                what = "" if role == "competitors" else f"M={c['n_members']} eps={c['epsilon']} " \
+                what = "" if role == "competitors" else \
+                    f"M={c['n_members']} eps={axis_text(c['epsilon'])} " \
                     + (f"lr={c['lr']:g} " if role == "reference" else "")
                 print(f"    trial {n:>3}  {c['trial_id']:<42} folds {len(folds_of(c)):>2}  "
                       f"{what}role={role}", file=out)
@@ -441,7 +442,7 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     """Competitors have no M or ε; the M = 1 reference is its own model, one setting per
     learning rate (two references must never be averaged together)."""
     # Competitor rows have no M: results.parquet holds the column as floats (label 2, not 2.0).
-    rows = rows.assign(**{a: rows[a].map(lambda v: f"{v:g}" if isinstance(v, float) else v)
+    rows = rows.assign(**{a: rows[a].map(lambda v: axis_text(v) if isinstance(v, float) else v)
                           .astype(object) for a in axes})
     role = rows["role"] if "role" in rows else pd.Series("ensemble", index=rows.index)
     rows.loc[role != "ensemble", axes] = "-"

@@ -127,6 +127,11 @@ SMOKE = {
 }
 
 
+def axis_text(value) -> str:
+    """An axis value as the sweep's lines print it: 0.35, 0 and 2 (floats without a '.0')."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     """Everything that decides a sweep's trials; `trials()` lists them in a fixed order."""

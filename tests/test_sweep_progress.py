@@ -103,3 +103,6 @@ def test_the_best_of_a_pack_is_named_by_its_own_axes():
                      "trial_keys": ["M2_eps0_x", "M5_eps0.35_y"], "objective_key": "M5_eps0.35_y"})
     line = ProgressLine("sweep", total_folds=20, mode="min").line([pack])
     assert "best 0.3 (sbfn_ls, n_members=5 epsilon=0.35)" in line
+    pack.last_result["objective_key"] = "M2_eps0_x"
+    line = ProgressLine("sweep", total_folds=20, mode="min").line([pack])
+    assert "(sbfn_ls, n_members=2 epsilon=0)" in line        # as the end table says it
