@@ -29,9 +29,9 @@ from torch.utils.flop_counter import flop_registry
 from benchmarks.bench_image_gpu import BATCH, N_CLASSES, trial_heads
 from benchmarks.common import table
 from sbfn_dist.diversity import SetWeights
-from sbfn_dist.learners.cnn import Ensemble, member_seed
-from sbfn_dist.learners.registry import ensemble_archs
+from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.members import CNNConfig, _cnn_step, make_optimizer
+from sbfn_dist.steps import memory_format
 
 # Datasheet peaks (dense, no sparsity): FLOP/s by the dtype an op computes in, and HBM bytes/s.
 # fp32 convolutions run on the tensor cores as TF32 (cuDNN's default); other fp32 ops do not.
@@ -81,9 +81,8 @@ def step_kernels(kind: str, m: int, precision: str, card: dict) -> Kernels:
     """The kernels of one training step (the third: optimizer state and heads set up) of an
     M-member `kind` stack on a CIFAR-shaped batch, as a GPU trial runs it."""
     torch.manual_seed(0)
-    model = Ensemble(ensemble_archs(kind, m), 3, N_CLASSES, [member_seed(0, j) for j in range(m)],
-                     strategy="grouped")
-    fmt = torch.channels_last if precision == "bf16" else torch.contiguous_format
+    fmt = memory_format(precision, torch.device("cuda"))      # the layout a GPU trial trains in
+    model = build_ensemble(kind, m, 3, N_CLASSES, seed=0, strategy="grouped")
     model = model.to(memory_format=fmt).train()
     cfg = CNNConfig(ensemble=kind, n_members=m, precision=precision, engine="cuda_graph")
     step, _ = _cnn_step(model, make_optimizer(model.parameters(), cfg), SetWeights([m], [0.5]),

@@ -132,8 +132,8 @@ def _orphaned(pid: int, marks: dict) -> bool:
     driver = marks.get(DRIVER_ENV, "")
     if driver:
         return _identity(int(driver.partition(":")[0])) != driver
-    parent = _stat(pid)
-    return parent is not None and _marks(int(parent[1])).get(ENV) != marks.get(ENV)
+    fields = _stat(pid)
+    return fields is not None and _marks(int(fields[1])).get(ENV) != marks.get(ENV)   # ppid
 
 
 def _marks(pid: int) -> dict:
