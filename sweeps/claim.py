@@ -1,6 +1,7 @@
 """A sweep's claim on its results directory, and the Ray processes its runs started.
 
-    <storage>/<name>/sweep.lock    "pid P on HOST since TIME" of the run that holds the sweep
+    <storage>/<name>/sweep.lock    "pid P on HOST since TIME[, its Ray's session DIR]" of the run
+                                   that holds the sweep (the Ray: one the run started itself)
 
 **One run at a time.** Two runs of one sweep would write the same parts, results.parquet and
 MLflow experiment, so a run holds an exclusive lock on sweep.lock (fcntl.flock) from before it
@@ -9,17 +10,17 @@ the lock of a process that dies, even by SIGKILL, so a killed run never blocks `
 stale lock to judge by pid, which another process may have reused). A run that ends clears the
 file's text; text found by the next run means the last one was killed, and it says so.
 
-**Leftover processes.** A local Ray started by a run carries SBFN_SWEEP=<results directory> and
-SBFN_SWEEP_DRIVER=<the driver's pid and start time> in the environment of each of its processes
-(gcs, raylet, agents and workers inherit them; `marked`). A driver killed by SIGKILL takes its
-gcs and raylet with it, but Ray's dashboard and runtime-env agents, reparented to init, outlived
-it here for over a minute, and a worker in the middle of a fold may go on writing. The next run
-of the sweep and `python -m sweeps.cleanup` stop exactly those: processes of this user, on this
-machine, marked with this sweep's directory, whose driver is dead (a notebook whose sweep ended
-keeps its Ray). `ray stop` would stop every Ray of the user on the machine, other sweeps' too.
-Ray's Python processes write their title over part of their environment (setproctitle), so an
-agent or worker may have lost its driver mark: it counts as left over once its parent is no
-longer of the sweep's Ray (`_orphaned`; the tests once saw a stopped agent missed without this).
+**Leftover processes.** A driver killed by SIGKILL takes its gcs and raylet with it, but Ray's
+dashboard and runtime-env agents, reparented to init, outlived it here for over a minute, and a
+worker in the middle of a fold may go on writing. A run that starts its own local Ray names that
+Ray's session directory in sweep.lock (`Claim.record_ray`); the text stays there when the run
+is killed, and the next run of the sweep and `python -m sweeps.cleanup` stop exactly the
+processes of that Ray: this user's Ray processes with a file open in its session directory
+(every gcs, raylet, agent and worker keeps its logs there). Other Ray instances on the machine,
+a Ray the sweep connected to but did not start (a notebook's, a cluster's) and a run that ended
+are never touched; `ray stop` would stop every Ray of the user on the machine. (Marks in the
+processes' environment are not enough: Ray's Python processes write their title over the start
+of their environment, and an agent was seen here with every mark erased.)
 
 Remote storage (s3://...) takes no lock: there, sweep.json alone refuses a second sweep of the
 same name once the first has started. Leftovers are found through /proc (Linux).
@@ -27,7 +28,9 @@ same name once the first has started. Leftovers are found through /proc (Linux).
 
 import contextlib
 import fcntl
+import importlib.util
 import os
+import re
 import signal
 import socket
 import time
@@ -37,8 +40,7 @@ from sbfn_dist.errors import SbfnError
 from sweeps.store import ResultStore
 
 LOCK_FILE = "sweep.lock"
-ENV = "SBFN_SWEEP"
-DRIVER_ENV = "SBFN_SWEEP_DRIVER"
+RAY_NOTE = ", its Ray's session "     # "pid P on HOST since TIME, its Ray's session DIR"
 STOP_WAIT_S = 5.0          # SIGTERM, then SIGKILL what is still there after this long
 
 
@@ -51,6 +53,14 @@ class Claim:
     fd: int | None          # the locked sweep.lock; None for remote storage
     previous: str = ""      # the text a killed run left in it
     stopped: dict = field(default_factory=dict)   # pid -> command: leftovers take_over stopped
+
+    def record_ray(self, session: str) -> None:
+        """Name the local Ray this run started (its session directory) in sweep.lock: if the
+        run is killed, the next one stops what is left of that Ray (stop_leftovers)."""
+        if self.fd is not None:
+            text = _text(self.fd) + f"{RAY_NOTE}{os.path.realpath(session)}"
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, text.encode(), 0)
 
     def release(self) -> None:
         if self.fd is not None:
@@ -74,7 +84,7 @@ def claim(store: ResultStore, name: str) -> Claim:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _text(fd)
+        holder = _run_of(_text(fd))
         os.close(fd)
         raise SweepBusy(f"the sweep '{name}' is running now ({holder or 'its run is starting'}"
                         f"): its results at {store.root} stay its own. Wait for it to end (then "
@@ -90,88 +100,66 @@ def _text(fd: int) -> str:
     return os.pread(fd, 4096, 0).decode(errors="replace").strip()
 
 
-@contextlib.contextmanager
-def marked(root: str):
-    """Processes started inside the block (a local Ray) carry this sweep's and driver's marks."""
-    marks = {ENV: root, DRIVER_ENV: _identity(os.getpid()) or ""}    # "": no /proc here
-    saved = {k: os.environ.get(k) for k in marks}
-    os.environ.update(marks)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+def _run_of(text: str) -> str:
+    """"pid P on HOST since TIME": the run a sweep.lock text names, for a person to read."""
+    return text.partition(RAY_NOTE)[0]
 
 
-def sweep_processes(root: str, orphaned: bool = False) -> dict[int, str]:
-    """pid -> command line of this user's processes marked with the sweep at `root` (orphaned:
-    only those whose driver has ended)."""
+def ray_session(text: str) -> str | None:
+    """The session directory of the local Ray a run's sweep.lock text names, if that run was on
+    this machine (the text of another host's run, on shared storage, names none here)."""
+    host = re.match(r"pid \d+ on (\S+) since ", text)
+    session = text.partition(RAY_NOTE)[2]
+    return session if host and session and host[1] == socket.gethostname() else None
+
+
+def ray_processes(session: str) -> dict[int, str]:
+    """pid -> command line of this user's Ray processes with a file open in `session`."""
     if not os.path.isdir("/proc"):
         return {}
-    found = {}
-    for pid in _pids():
-        marks = _marks(pid)
-        if marks.get(ENV) == root and (not orphaned or _orphaned(pid, marks)):
-            found[pid] = _command(pid)
-    return found
+    inside = os.path.realpath(session) + os.sep
+    return {pid: cmd for pid in _pids() if pid != os.getpid()
+            and _is_ray(cmd := _command(pid)) and any(f.startswith(inside) for f in _files(pid))}
 
 
-def leftovers(root: str) -> dict[int, str]:
-    """The processes earlier runs of the sweep at `root` left running: their driver has ended."""
-    return sweep_processes(root, orphaned=True)
+def _is_ray(command: str) -> bool:
+    """A Ray process: titled "ray::..." (workers, agents), or running a program from Ray's
+    package (gcs_server, raylet, an agent before it sets its title). Not, say, `tail -f` on a
+    log in the session directory."""
+    return command.startswith("ray::") or bool(_RAY_DIR and _RAY_DIR in command)
 
 
-def _orphaned(pid: int, marks: dict) -> bool:
-    """Marked by a driver ("pid:start time") that has ended. Ray's Python processes (agents,
-    workers) write their title over the start of their environment (setproctitle), and which
-    variables that erases varies with their order: without a driver mark, a process is left
-    over once its parent is no longer a process of this sweep's Ray (the raylet is gone)."""
-    driver = marks.get(DRIVER_ENV, "")
-    if driver:
-        return _identity(int(driver.partition(":")[0])) != driver
-    fields = _stat(pid)
-    return fields is not None and _marks(int(fields[1])).get(ENV) != marks.get(ENV)   # ppid
+def _ray_dir() -> str | None:
+    spec = importlib.util.find_spec("ray")      # finds the package without importing it
+    return os.path.join(spec.submodule_search_locations[0], "") if spec else None
 
 
-def _marks(pid: int) -> dict:
-    """The sweep marks in the environment of `pid`, if it is this user's (else none)."""
+_RAY_DIR = _ray_dir()
+
+
+def _files(pid: int) -> list[str]:
+    """What the process's open descriptors point at, if it is this user's (else nothing)."""
     try:
         if os.stat(f"/proc/{pid}").st_uid != os.getuid():
-            return {}
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            entries = f.read().decode(errors="replace").split("\0")
+            return []
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return {}                # ended meanwhile
-    pairs = (e.partition("=") for e in entries)
-    return {k: v for k, _, v in pairs if k in (ENV, DRIVER_ENV)}
+        return []                # ended meanwhile, or not ours to read
+    links = []
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return links
 
 
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat's fields after the name (state, ppid, ...), None once it has ended."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()     # the name may hold ") "
-    except OSError:
-        return None
-    return None if fields[0] == "Z" else fields
-
-
-def _identity(pid: int) -> str | None:
-    """"pid:start time" of a running process (a reused pid starts at another time), else None."""
-    fields = _stat(pid)
-    return None if fields is None else f"{pid}:{fields[19]}"
-
-
-def stop_leftovers(root: str) -> dict[int, str]:
-    """Stop the leftovers of earlier runs of the sweep at `root`: SIGTERM, then SIGKILL those
-    still there after STOP_WAIT_S. Returns the ones found. Looks again after each round: a
-    stopped raylet's children count as left over only once it is gone."""
+def stop_leftovers(previous: str) -> dict[int, str]:
+    """Stop what the killed run whose sweep.lock text is `previous` left of its Ray: SIGTERM,
+    then SIGKILL those still there after STOP_WAIT_S. Returns the ones found. Looks again after
+    each round: a raylet may start a worker while its agents are being stopped."""
+    session = ray_session(previous)
     stopped: dict = {}
-    for _ in range(3):
-        found = {pid: cmd for pid, cmd in leftovers(root).items() if pid not in stopped}
+    for _ in range(3 if session else 0):
+        found = {pid: cmd for pid, cmd in ray_processes(session).items() if pid not in stopped}
         if not found:
             break
         _stop(found)
@@ -190,6 +178,19 @@ def _stop(found: dict) -> None:
     while running() and time.monotonic() < deadline:
         time.sleep(0.1)
     _signal(running(), signal.SIGKILL)
+    deadline = time.monotonic() + STOP_WAIT_S      # stopped means gone when this returns
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _identity(pid: int) -> str | None:
+    """"pid:start time" of a running process (a reused pid starts at another time), else None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()     # the name may hold ") "
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else f"{pid}:{fields[19]}"     # a zombie has ended
 
 
 def _signal(pids: list[int], sig) -> None:
@@ -205,7 +206,7 @@ def _pids() -> list[int]:
 def _command(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return "?"
 
@@ -215,10 +216,10 @@ def take_over(store: ResultStore, name: str, out) -> Claim:
     held = claim(store, name)
     if held.fd is None:
         return held
-    held.stopped = stop_leftovers(store.root)
+    held.stopped = stop_leftovers(held.previous)
     if held.previous:
-        print(f"[{name}] its last run ({held.previous}) ended without finishing (killed?)",
-              file=out)
+        print(f"[{name}] its last run ({_run_of(held.previous)}) ended without "
+              "finishing (killed?)", file=out)
     if held.stopped:
         print(f"[{name}] stopped {len(held.stopped)} Ray processes its earlier run left: "
               + "; ".join(f"{pid} {cmd[:50]}" for pid, cmd in held.stopped.items()), file=out)

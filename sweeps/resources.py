@@ -15,20 +15,21 @@ class ResourceError(SbfnError):
     pass
 
 
-def connect(address: str | None, num_cpus: int | None, num_gpus: float) -> str:
-    """Use a running Ray (already initialised here, or at --address), else start one on loopback."""
+def connect(address: str | None, num_cpus: int | None, num_gpus: float) -> tuple[str, str | None]:
+    """Use a running Ray (already initialised here, or at --address), else start one on loopback.
+    Returns where, and the session directory of a Ray started here (None for one not ours)."""
     import ray
     if ray.is_initialized():
-        return "the Ray instance already initialised in this process"
+        return "the Ray instance already initialised in this process", None
     if address:
         _check_reachable(address)
         ray.init(address=address, logging_level="ERROR", log_to_driver=True)
-        return f"the Ray cluster at {address}"
+        return f"the Ray cluster at {address}", None
     _check_local_gpus(num_gpus)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # bind 127.0.0.1
-    ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-             logging_level="ERROR")
-    return "a local Ray instance on 127.0.0.1"
+    started = ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
+                       logging_level="ERROR")
+    return "a local Ray instance on 127.0.0.1", started.address_info["session_dir"]
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:

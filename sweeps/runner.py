@@ -22,7 +22,7 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.fields import field as config_field
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.summary import comparison_table
-from sweeps.claim import marked, take_over
+from sweeps.claim import Claim, take_over
 from sweeps.environment import ray_environment
 from sweeps.packing import PACK_MODES, packs
 from sweeps.spaces import SweepSpec, axis_text
@@ -152,19 +152,18 @@ def _run(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> Sweep
     _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
     store = result_store(opts)
-    with take_over(store, opts.name, out):     # one run of a sweep at a time (sweeps/claim.py)
-        return _claimed(spec, opts, configs, store, out)
+    with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
+        return _claimed(spec, opts, configs, store, held, out)
 
 
 def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: ResultStore,
-             out) -> SweepOutcome:
+             held: Claim, out) -> SweepOutcome:
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
         from sweeps.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
-    with marked(store.root):        # its Ray's processes carry the sweep's mark (sweeps/claim.py)
-        where = _connect(opts)
+    where = _connect(opts, held)
     warm.join()
     store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
     print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
@@ -232,9 +231,11 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     check_data(configs)
 
 
-def _connect(opts: SweepOptions) -> str:
+def _connect(opts: SweepOptions, held: Claim) -> str:
     from sweeps.resources import check_trial_fits, connect
-    where = connect(opts.address, opts.num_cpus, opts.num_gpus)
+    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus)
+    if session:
+        held.record_ray(session)    # what a kill leaves of it, the next run stops (sweeps/claim.py)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
     return where

@@ -116,47 +116,74 @@ def ended(pid: int) -> bool:
         return True
 
 
-def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> dict:
+def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tuple[str, dict]:
     """SIGKILL the driver alone, then SIGSTOP what of its Ray outlives it: real leftovers that
-    cannot end by themselves while the test looks (some would within a minute)."""
-    from sweeps.claim import leftovers
+    cannot end by themselves while the test looks (some would within a minute). Returns the
+    Ray's session directory (as sweep.lock names it) and the frozen leftovers."""
+    from sweeps.claim import ray_processes, ray_session
+    lock = (root / "sweep.lock").read_text()
+    session = ray_session(lock)
+    assert session, f"the run named no Ray of its own in sweep.lock: {lock}"
     driver.kill()
     driver.wait()
     time.sleep(1)               # what dies with the driver (its gcs, raylet) has gone by now
-    left = leftovers(str(root))
-    for pid in left:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGSTOP)
-    return leftovers(str(root))     # without any that ended before they were stopped
+    left: dict = {}
+    while new := {p: c for p, c in ray_processes(session).items() if p not in left}:
+        for pid in new:         # until none new: a process found later is frozen as well
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        left.update(new)
+    return session, {pid: cmd for pid, cmd in left.items() if not ended(pid)}
 
 
-SLEEPER = "import time; time.sleep(120)"
-# A parent of the sweep's Ray that starts a child whose driver mark is lost (as Ray's
-# setproctitle erases it from agents and workers), then sleeps.
-PARENT = ("import os, subprocess, sys, time; env = dict(os.environ); del env['SBFN_SWEEP_DRIVER']; "
-          f"p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], env=env); "
-          "print(p.pid, flush=True); time.sleep(120)")
+HOLD = "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(120)"
 
 
-def test_a_process_without_its_driver_mark_is_left_over_once_its_ray_parent_is_gone(tmp_path):
-    from sweeps.claim import DRIVER_ENV, ENV, _identity, leftovers, sweep_processes
-    root = str(tmp_path)
-    marks = {**os.environ, ENV: root, DRIVER_ENV: _identity(os.getpid())}   # a live driver
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], env=marks, stdout=subprocess.PIPE,
-                              text=True)
-    child = int(parent.stdout.readline())
+def holding(log: Path, title: str | None = None) -> subprocess.Popen:
+    """A process with `log` open, titled `title` (argv[0], as Ray titles its workers "ray::...")."""
+    command = [sys.executable, "-c", HOLD, str(log)]
+    if title:
+        command = ["bash", "-c", f'exec -a "{title}" "$@"', "bash", *command]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "open\n"
+    return process
+
+
+def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_named(tmp_path):
+    """Found by the files they hold open in the session directory, whatever their environment
+    says (Ray's title erases it): never a log viewer, never another Ray."""
+    import socket
+
+    from sweeps.claim import ray_processes, ray_session, stop_leftovers
+    session, other = tmp_path / "session_a", tmp_path / "session_b"
+    for d in (session, other):
+        (d / "logs").mkdir(parents=True)
+    ray = holding(session / "logs" / "worker.out", "ray::ImplicitFunc")
+    viewer = holding(session / "logs" / "worker.err")          # `tail -f`, say: not Ray
+    another = holding(other / "logs" / "worker.out", "ray::IDLE")
+    text = f"pid 1 on {socket.gethostname()} since 2026-11-27 05:00:00, its Ray's session {session}"
     try:
-        assert set(sweep_processes(root)) == {parent.pid, child}
-        assert leftovers(root) == {}          # the driver lives; the child's parent is its Ray
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 10
-        while child not in leftovers(root) and time.monotonic() < deadline:
-            time.sleep(0.1)                   # reparented once its parent has gone
-        assert set(leftovers(root)) == {child}
+        assert ray_session(text) == str(session)
+        assert ray_session(text.replace(socket.gethostname(), "elsewhere")) is None   # not here
+        assert ray_session(text.partition(",")[0]) is None      # a run that started no Ray
+        assert set(ray_processes(str(session))) == {ray.pid}
+        assert set(stop_leftovers(text)) == {ray.pid}
+        assert ended(ray.pid)                   # gone when stop_leftovers returns
+        assert viewer.poll() is None and another.poll() is None
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signal.SIGKILL)
+        for process in (ray, viewer, another):
+            process.kill()
+            process.wait()
+
+
+def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
+    from sweeps.claim import claim, ray_session
+    from sweeps.store import ResultStore
+    with claim(ResultStore(str(tmp_path / "sweep")), "sweep") as held:
+        held.record_ray(str(tmp_path / "session_x"))
+        lock = tmp_path / "sweep" / "sweep.lock"
+        assert ray_session(lock.read_text()) == str(tmp_path / "session_x")
+    assert lock.read_text() == ""        # a run that ended clears it
 
 
 class Finaliser:
@@ -179,15 +206,16 @@ def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
 
 @pytest.mark.slow
 def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
-    from sweeps.claim import sweep_processes
+    from sweeps.claim import ray_processes, ray_session
     root, log = tmp_path / "worker", tmp_path / "worker.log"
     driver = start_driver(tmp_path, "worker", log=log)
     try:
         wait_for_parts(root, 2)
         before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
-        workers = [pid for pid, cmd in sweep_processes(str(root)).items()
+        running = ray_processes(ray_session((root / "sweep.lock").read_text()))
+        workers = [pid for pid, cmd in running.items()
                    if cmd.startswith("ray::ImplicitFunc")]       # a trial's worker process
-        assert workers, sweep_processes(str(root))
+        assert workers, running
         os.kill(workers[0], signal.SIGKILL)
         assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
@@ -203,31 +231,30 @@ def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_ray_process_after_cleanup_or_resume(tmp_path):
-    from sweeps.claim import leftovers, sweep_processes
+    from sweeps.claim import ray_processes
     root = tmp_path / "orphans"
     driver = start_driver(tmp_path, "orphans")
     wait_for_parts(root, 2)
-    left = kill_driver_and_freeze_its_ray(driver, root)
+    session, left = kill_driver_and_freeze_its_ray(driver, root)
     assert left, "the killed driver's Ray left no process to clean up"
     cleanup = subprocess.run([sys.executable, "-m", "sweeps.cleanup", "--storage", str(tmp_path),
                               "--name", "orphans"], capture_output=True, text=True, timeout=300)
     assert cleanup.returncode == 0, cleanup.stderr
     # Ray's agents may exit on their own once the raylet is gone: the cleanup stops the rest.
     assert _stopped(cleanup.stdout) <= len(left) and _stopped(cleanup.stdout) > 0
-    assert all(ended(pid) for pid in left) and not leftovers(str(root))
+    assert all(ended(pid) for pid in left) and not ray_processes(session)
 
     # Killed again while resuming: the next --resume stops what that run left, then finishes.
     driver = start_driver(tmp_path, "orphans", "--resume")
     wait_for_parts(root, len(list((root / "parts").glob("*.parquet"))) + 1)
-    left = kill_driver_and_freeze_its_ray(driver, root)
+    session, left = kill_driver_and_freeze_its_ray(driver, root)
     assert left
     done = subprocess.run(tiny_command(tmp_path, "orphans", "--resume"), capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ended without finishing (killed?)" in done.stdout
     assert 0 < _stopped(done.stdout) <= len(left)
-    assert all(ended(pid) for pid in left)
-    assert not sweep_processes(str(root), orphaned=True)
+    assert all(ended(pid) for pid in left) and not ray_processes(session)
     table = results(root)
     assert_each_fold_once(table, set(table["trial_id"]), range(3))
     assert table["trial_id"].nunique() == 6
