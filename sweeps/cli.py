@@ -22,7 +22,7 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
     g = p.add_argument_group("where and how to run")
     g.add_argument("--address", help="a running Ray cluster (HOST:PORT, ray://..., auto); "
-                   "default: start Ray on this machine, on 127.0.0.1")
+                   "default: $RAY_ADDRESS if set, else start Ray on this machine, on 127.0.0.1")
     g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
     g.add_argument("--cpus-per-trial", type=float, default=1, help="CPUs of one trial; torch "
                    "threads follow it")

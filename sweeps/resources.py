@@ -46,7 +46,8 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise ResourceError(f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}). "
                             "Check that `ray start --head` runs there and the port is open, or "
-                            "leave out --address to start Ray on this machine") from None
+                            "leave out --address (and unset RAY_ADDRESS, which stands in for it) "
+                            "to start Ray on this machine") from None
 
 
 def _check_local_gpus(num_gpus: float) -> None:

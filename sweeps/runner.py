@@ -55,6 +55,11 @@ class SweepOptions:
     command: str = ""
     overrides: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # As ray.init reads it (a job that `ray job submit` started has it): without it, a
+        # local Ray given --num-cpus would be refused by Ray with a traceback.
+        self.address = self.address or os.environ.get("RAY_ADDRESS") or None
+
     def validate(self) -> None:
         if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
             raise ConfigError("--gpus-per-trial", self.gpus_per_trial,

@@ -6,6 +6,7 @@ exception escaping one would fail the test; the estimators and run_trial raise a
 (SbfnError, or scikit-learn's own for what scikit-learn checks) naming the problem."""
 
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -177,17 +178,21 @@ def test_a_command_refuses_bad_input_in_one_line_before_any_work(command, argv, 
 
 # Refused as Ray is asked for, so they need a process without Ray (others here may hold one).
 FRESH_PROCESS = [
-    ("unreachable Ray address", ["--address", "127.0.0.1:9"],
+    ("unreachable Ray address", ["--address", "127.0.0.1:9"], {},
      ["cannot reach a Ray cluster at 127.0.0.1:9", "--address"]),
-    pytest.param("GPUs this machine lacks", ["--num-gpus", "1"], ["this machine has 0 CUDA GPU"],
-                 marks=NO_GPU),
+    # Ray itself would start a local Ray, then refuse --num-cpus with a traceback.
+    ("unreachable RAY_ADDRESS", ["--num-cpus", "1"], {"RAY_ADDRESS": "127.0.0.1:9"},
+     ["cannot reach a Ray cluster at 127.0.0.1:9", "unset RAY_ADDRESS"]),
+    pytest.param("GPUs this machine lacks", ["--num-gpus", "1"], {},
+                 ["this machine has 0 CUDA GPU"], marks=NO_GPU),
 ]
 
 
-@pytest.mark.parametrize("name, argv, words", FRESH_PROCESS)
-def test_a_sweep_refuses_what_ray_cannot_give_in_one_line(name, argv, words, tmp_path):
+@pytest.mark.parametrize("name, argv, env, words", FRESH_PROCESS)
+def test_a_sweep_refuses_what_ray_cannot_give_in_one_line(name, argv, env, words, tmp_path):
     done = subprocess.run([sys.executable, "-m", "sweeps.regression", *REG, "--storage",
-                           str(tmp_path), *argv], capture_output=True, text=True, timeout=300)
+                           str(tmp_path), *argv], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
     assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert all(word in line for word in words), line
