@@ -87,7 +87,7 @@ def split_interval(df: pd.DataFrame, keys: list, metric: str, level: float = LEV
     return out.reset_index()
 
 
-def _with_kind(df: pd.DataFrame) -> pd.DataFrame:
+def with_kind(df: pd.DataFrame) -> pd.DataFrame:
     kind = np.where(df["ensemble"] == HETEROGENEOUS, "heterogeneous", "homogeneous")
     return df.assign(kind=kind)
 
@@ -156,7 +156,7 @@ def efficiency(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def epsilon_sensitivity(ok: pd.DataFrame) -> pd.DataFrame:
-    df = _with_kind(ok)
+    df = with_kind(ok)
     out = split_interval(df, ["dataset", "model", "epsilon", "kind"], "accuracy")
     out[["mean", "half_width"]] *= 100
     return _order(out.sort_values(["dataset", "model", "epsilon", "kind"]), ("dataset", "epsilon"))

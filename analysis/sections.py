@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import figures, image_tables as it, tables
+from analysis import figures, image_tables as it, paper_images, tables
 from analysis.configs import configurations
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import model_label
@@ -141,6 +141,10 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
         blocks.append(Table("heterogeneity_gain", "Heterogeneous vs homogeneous mixes, paired by "
                             "split (accuracy points)", gain, it.heterogeneity_view(gain),
                             it.NOTES["heterogeneity"]))
+    paper = paper_images.paper_comparison(ok)
+    if not paper.empty:
+        blocks.append(Table("paper_comparison", "Against the paper's image tables (accuracy %)",
+                            paper, paper_images.paper_view(paper), paper_images.NOTES))
     diag = it.diagnostics_by_epsilon(ok)
     if not diag.empty:
         blocks.append(Table("diagnostics_epsilon", "Ensemble diagnostics against ε", diag, None,
