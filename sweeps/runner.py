@@ -197,7 +197,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
                         "continue it, or --name to start a new one")
     if opts.resume and old is None:
         raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and --storage)")
-    if old and old["trial_ids"] != record["trial_ids"]:
+    if old and set(old["trial_ids"]) != set(record["trial_ids"]):   # the same trials, any order
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
                         f"(its command: {old.get('command') or '?'}). Resume with the same "
                         "arguments, or pass --name for a new sweep")

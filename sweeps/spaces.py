@@ -143,6 +143,7 @@ class SweepSpec:
     reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
     per_fold: bool = False        # each trial repeated per fold of its split (sweeps.runner.plan)
+    innermost: str | None = None  # the axis crossed last: its values' trials run side by side
 
     @property
     def task(self) -> str:
@@ -164,7 +165,9 @@ class SweepSpec:
         """`base`: the settings the trials start from (the grid's with the user's --set; the
         grid's if None), whose learning rate the M = 1 references scale."""
         names = list(self.axes)
-        grid = [dict(zip(names, values)) for values in product(*self.axes.values())]
+        order = sorted(names, key=lambda n: n == self.innermost)    # crossed in this order
+        grid = [{n: values[order.index(n)] for n in names}     # keys (so trial ids) as axes
+                for values in product(*(self.axes[n] for n in order))]
         references = _reference_trials(self.task, self.base if base is None else base,
                                        self.reference_lr_factors)
         grid = references + [dict(t) for t in self.extra_trials] + grid
@@ -275,8 +278,10 @@ def image_sweep(dataset: str, *, splits: int | None = None, members=None, epsilo
                       "epsilon": CLASSIFICATION_EPSILONS},
                      {"ensemble": ensembles or None, "n_members": members or None,
                       "epsilon": epsilons, **(axes or {})})
+    # The kinds of one (M, ε) run side by side: a sweep stopped early (or a GPU session's share
+    # of one) has compared the mixed ensemble with the homogeneous ones wherever it got to.
     return SweepSpec(grid=dataset, dataset=dataset, base=base, axes=axes,
-                     repeat_axis={"fold": tuple(range(splits))})
+                     repeat_axis={"fold": tuple(range(splits))}, innermost="ensemble")
 
 
 def smoke(spec: SweepSpec) -> SweepSpec:

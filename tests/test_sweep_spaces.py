@@ -2,7 +2,7 @@
 
 import pytest
 
-from sbfn_dist.errors import ConfigError
+from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.tasks import TASKS
 from sweeps.runner import SweepOptions, plan
 from sweeps.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
@@ -196,3 +196,32 @@ def test_the_command_passes_lambda2_to_every_ensemble_trial():
     assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
     spec, _, _ = build(["--dataset", "diabetes", "--grid", "demo", "--lambda2", "1", "2"])
     assert spec.base["lambda2"] == [1.0, 2.0]
+
+
+def test_image_trials_run_the_kinds_of_one_m_and_eps_side_by_side_under_unchanged_keys():
+    from dataclasses import replace
+    spec = image_sweep("cifar10", splits=1)
+    trials = spec.trials()
+    assert [t["ensemble"] for t in trials[:3]] == ["mixed", "cnn", "resnet"]
+    assert {(t["n_members"], t["epsilon"]) for t in trials[:3]} == {(10, 0.0)}
+    before = replace(spec, innermost=None).trials()          # the kinds outermost, as before
+    assert [t["ensemble"] for t in before[:2]] == ["mixed", "mixed"]
+    keys = lambda s: [c["trial_id"] for c in plan(s, SweepOptions(name="x"))]
+    assert sorted(keys(spec)) == sorted(keys(replace(spec, innermost=None)))
+    assert keys(spec)[0].startswith("mixed_M10_eps0_split0_")
+
+
+def test_a_sweep_listed_in_another_order_resumes(tmp_path):
+    """A sweep started before its grid's order changed keeps resuming: the same trials count."""
+    from dataclasses import replace
+
+    from sweeps.runner import _check_store, result_store
+    spec = image_sweep("digits", splits=1)
+    opts = SweepOptions(name="x", storage=str(tmp_path))
+    configs = plan(spec, opts)
+    store = result_store(opts)
+    record = _check_store(store, spec, opts, configs)
+    store.write_spec({**record, "trial_ids": record["trial_ids"][::-1]})
+    _check_store(store, spec, replace(opts, resume=True), configs)       # no error
+    with pytest.raises(SbfnError, match="other settings"):
+        _check_store(store, spec, replace(opts, resume=True), configs[1:])
