@@ -15,6 +15,7 @@ LaTeX source when it is present). What is compared with what (docs/analysis.md):
   shown, flagged, and no difference is computed for them.
 """
 
+import numpy as np
 import pandas as pd
 
 from analysis.image_tables import LEVEL, split_interval, with_kind
@@ -127,7 +128,7 @@ def _best_rows(ok: pd.DataFrame) -> list[dict]:
         if ours.empty:
             continue
         best = ours.idxmax()
-        sub = ok[(ok[keys].apply(tuple, axis=1) == best)]
+        sub = ok[np.logical_and.reduce([ok[k] == v for k, v in zip(keys, best)])]
         setting = (f"paper: {ensemble_label(mix)} M = {m}; ours: {ensemble_label(best[2])} "
                    f"M = {best[3]} ε = {best[4]:g}")
         rows += _quantity_rows("best_configs", dataset, kind, setting, paper, cells, best, sub)
