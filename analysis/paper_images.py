@@ -141,7 +141,7 @@ def _quantity_rows(table: str, dataset: str, kind: str, setting: str, paper, cel
     many as `paper` holds) that our rows have, with s-BFN stacked beside sRBF."""
     if sub.empty:
         return []
-    rows = []
+    covered, rows = covers(sub), []
     for model, value in zip(QUANTITIES, paper):
         if (*key, model) not in cells.index:
             continue
@@ -150,7 +150,7 @@ def _quantity_rows(table: str, dataset: str, kind: str, setting: str, paper, cel
         rows.append({"table": table, "dataset": dataset, "kind": kind, "setting": setting,
                      "quantity": QUANTITIES[model], "paper": value, "ours": ours["mean"],
                      "half_width": ours["half_width"], "n_splits": int(ours["n_splits"]),
-                     "ours_stacked": stacked, "ours_covers": covers(sub)})
+                     "ours_stacked": stacked, "ours_covers": covered})
     return rows
 
 

@@ -20,6 +20,7 @@ import tempfile
 from sbfn_dist.config import TrialConfig
 from sbfn_dist.experiment import run_trials
 from sbfn_dist.tasks import TASKS
+from sweeps.spaces import axis_text
 from sweeps.store import ResultStore
 
 # Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
@@ -50,14 +51,10 @@ def trial_key(cfg: TrialConfig, override: dict) -> str:
     # library later leaves every existing key, and so --resume, intact.
     stable = {k: v for k, v in cfg.non_default().items() if k not in UNKEYED}
     digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    label = "_".join(f"{SHORT.get(k, k)}{_fmt(v)}" if not isinstance(v, (list, tuple))
+    label = "_".join(f"{SHORT.get(k, k)}{axis_text(v)}" if not isinstance(v, (list, tuple))
                      else "+".join(v) for k, v in override.items()
                      if k == "competitors" or not isinstance(v, (list, tuple, dict)))
     return f"{label}_{digest}" if label else digest
-
-
-def _fmt(v) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def resolve_trial(params: dict, *, base: dict, sweep: str) -> list[dict]:
@@ -183,5 +180,5 @@ def _setting_label(params: str) -> str:
     values = json.loads(params) if params else {}
     if not values:
         return "default"
-    label = "_".join(f"{k}-{_fmt(v)}" for k, v in sorted(values.items()))
+    label = "_".join(f"{k}-{axis_text(v)}" for k, v in sorted(values.items()))
     return re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:120]  # MLflow's metric-name characters
