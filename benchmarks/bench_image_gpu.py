@@ -17,10 +17,17 @@ warm-up and capture included) and the FLOP/s achieved (forward + backward FLOPs 
 counted by torch.utils.flop_counter, the optimizer not counted). "packed" trains the grid's five
 epsilons of one (kind, M) as one stack (a --pack auto trial). Needs CUDA.
 
-"fast + torch.compile" (`--compile`) runs the members' forward through torch.compile inside the
-same CUDA graph (a warm-up run fills inductor's cache first; tracing stays inside the time).
+Each side reports two rates: over the whole run (model build excluded; warm-up, graph capture
+and, for a compiled side, tracing inside the time) and over its steady epochs (epochs 2.. alone:
+what a longer training run approaches). `--compile` adds the members' forward through
+torch.compile (inductor fuses the elementwise chains around the convolutions; AOTAutograd the
+backward's), once run eagerly and once inside the CUDA graph, and reports the process's first
+(cold) compilation separately. `--batches` adds the fast side at larger batches (more images per
+kernel; note that the optimisation then differs: fewer, larger steps). A side that fails prints
+its error as its row; the others still run.
 
-    python -m benchmarks.bench_image_gpu [--quick] [--compile] [--json FILE]
+    python -m benchmarks.bench_image_gpu [--quick] [--compile] [--batches 256 512] [--no-packed]
+        [--json FILE]
 """
 
 import argparse
@@ -74,15 +81,31 @@ def compiled_ensemble(*args, **kwargs) -> Ensemble:
     return model
 
 
+class EpochClock:
+    """An observer that only notes when each epoch starts: train_cnn_pack reads each epoch's
+    losses back (a host synchronisation) before the next starts, so the marks are GPU-true."""
+
+    def __init__(self):
+        self.marks = []
+
+    def epoch_start(self) -> None:
+        self.marks.append(time.perf_counter())
+
+    def batch(self, d, y) -> None:      # replayed inside the CUDA graph too: nothing to record
+        pass
+
+
 def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,),
-               layout=None, compiled: bool = False) -> dict:
-    """member-images/s of one training run of len(epsilons) sets of M members; `layout` (a
-    torch memory format) overrides the one sbfn_dist.steps picks, for a side that measures it;
-    `compiled`: the members' forward through torch.compile (compilation inside the time)."""
+               layout=None, compiled: bool = False, batch: int = BATCH) -> dict:
+    """member-images/s of one training run of len(epsilons) sets of M members, over the whole
+    run and over its steady epochs (2..); `layout` (a torch memory format) overrides the one
+    sbfn_dist.steps picks, for a side that measures it; `compiled`: the members' forward
+    through torch.compile (tracing inside the time)."""
     precision, engine = SIDES[side]
-    cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=BATCH,
+    cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=batch,
                       precision=precision, engine=engine) for e in epsilons]
-    heads = trial_heads(m, len(cfgs), images.device)
+    clock = EpochClock()
+    heads = [*trial_heads(m, len(cfgs), images.device), clock]
     cuda = images.device.type == "cuda"
     if cuda:
         torch.cuda.synchronize()
@@ -96,9 +119,12 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
         trained = train_cnn_pack(images, N_CLASSES, cfgs, heads)
     if cuda:
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - begin
-    member_images = len(images.train_y) * epochs * m * len(cfgs)
-    return {"rate": member_images / seconds, "engine": trained[0].engine, "seconds": seconds,
+    end = time.perf_counter()
+    per_epoch = len(images.train_y) * m * len(cfgs)
+    epoch_s = [b - a for a, b in zip(clock.marks, [*clock.marks[1:], end])]
+    steady = sorted(epoch_s[1:])[len(epoch_s[1:]) // 2] if len(epoch_s) > 1 else float("nan")
+    return {"rate": per_epoch * epochs / (end - begin), "steady_rate": per_epoch / steady,
+            "engine": trained[0].engine, "seconds": end - begin, "epoch_seconds": epoch_s,
             "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")}
 
 
@@ -108,37 +134,65 @@ def flops_per_member_image(kind: str, m: int) -> float:
     return step_flops(kind, m, x, y) / (BATCH * m)
 
 
-def run(quick: bool = False, compiled: bool = False) -> list:
+def guarded(measure) -> dict:
+    """One side's measurement, or its error (one line) so that the other sides still run."""
+    try:
+        return measure()
+    except Exception as exc:            # a side that cannot run is a finding, not a crash
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"}
+
+
+def kind_sides(images, kind: str, epochs: int, opts) -> list:
+    """(side name, measurement) of one ensemble kind at M = 10, every side of this run."""
+    run = lambda side, **kw: guarded(lambda: train_rate(images, kind, 10, side, epochs, **kw))
+    sides = [(side, run(side)) for side in SIDES]
+    if opts.packed:
+        sides.append(("fast, packed x5", run("fast", epsilons=EPSILONS)))
+    sides += [(f"fast, batch {b}", run("fast", batch=b)) for b in opts.batches]
+    if opts.compile:
+        cold = guarded(lambda: train_rate(images, kind, 10, "bf16", 1, compiled=True))
+        sides.append(("compile: first run in the process (1 epoch)", cold))
+        sides.append(("bf16 eager + torch.compile", run("bf16", compiled=True)))
+        sides.append(("fast + torch.compile", run("fast", compiled=True)))
+    return sides
+
+
+def row(kind: str, side: str, r: dict, flops: float, today: dict) -> list:
+    if "error" in r:
+        return [kind, side, "failed", r["error"], "", "", "", "", ""]
+    ratio = lambda key: (f"{r[key] / today[key]:.2f}x" if "error" not in today else "")
+    return [kind, side, r["engine"], f"{r['rate']:,.0f}", f"{r['steady_rate']:,.0f}",
+            f"{r['steady_rate'] * flops / 1e12:.1f}", ratio("rate"), ratio("steady_rate"),
+            f"{r['peak_gib']:.1f}"]
+
+
+def run(opts) -> list:
     if not torch.cuda.is_available():
         print("SKIP bench_image_gpu: no CUDA device")
         return []
     torch.backends.cudnn.benchmark = True      # as a trial's first steps would settle it
-    n, epochs = (BATCH * 40, 1) if quick else (BATCH * 150, 2)
+    n, epochs = (BATCH * 40, 2) if opts.quick else (BATCH * 150, 3)
     images = random_images(n + 2 * N_CLASSES, "cuda")
     rows, out = [], []
     for kind in ("cnn", "mixed"):
         flops = flops_per_member_image(kind, 10)
         train_rate(images, kind, 10, "fast", 1)               # cuDNN's choices, allocator warm
-        rates = {side: train_rate(images, kind, 10, side, epochs) for side in SIDES}
-        more = [("fast, packed x5", train_rate(images, kind, 10, "fast", epochs, EPSILONS))]
-        if compiled:
-            train_rate(images, kind, 10, "fast", 1, compiled=True)   # inductor's cache filled
-            more.append(("fast + torch.compile",
-                         train_rate(images, kind, 10, "fast", epochs, compiled=True)))
-        for side, r in [*rates.items(), *more]:
-            ratio = r["rate"] / rates["today"]["rate"]
-            rows.append([kind, side, r["engine"], f"{r['rate']:,.0f}",
-                         f"{r['rate'] * flops / 1e12:.1f}", f"{ratio:.2f}x",
-                         f"{r['peak_gib']:.1f}"])
-            out.append({"kind": kind, "side": side, **r, "tflops": r["rate"] * flops / 1e12,
-                        "ratio": ratio})
-    table(f"{torch.cuda.get_device_name()}: image members M = 10, batch {BATCH}, 3x32x32, "
-          f"{n} images x {epochs} epochs, Adam + s-BFN and MoE heads",
-          ["ensemble", "side", "engine ran", "member-images/s", "TFLOP/s", "vs today",
-           "peak GiB"], rows)
+        sides = kind_sides(images, kind, epochs, opts)
+        today = sides[0][1]
+        for side, r in sides:
+            rows.append(row(kind, side, r, flops, today))
+            out.append({"kind": kind, "side": side, "flops_per_member_image": flops, **r})
+            print(" | ".join(rows[-1]), flush=True)
+    table(f"{torch.cuda.get_device_name()}: image members M = 10, batch {BATCH} unless named, "
+          f"3x32x32, {n} images x {epochs} epochs, Adam + s-BFN and MoE heads",
+          ["ensemble", "side", "engine ran", "member-images/s (run)", "(steady epochs)",
+           "TFLOP/s (steady)", "vs today (run)", "(steady)", "peak GiB"], rows)
     for kind in ("cnn", "mixed"):
-        target(f"{kind} M = 10, fast vs today", next(r["ratio"] for r in out if r["kind"] == kind
-                                                    and r["side"] == "fast"), 5.0)
+        fast = next(r for r in out if r["kind"] == kind and r["side"] == "fast")
+        today = next(r for r in out if r["kind"] == kind and r["side"] == "today")
+        if "error" not in fast and "error" not in today:
+            target(f"{kind} M = 10, fast vs today (steady)",
+                   fast["steady_rate"] / today["steady_rate"], 5.0)
     return out
 
 
@@ -147,9 +201,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small smoke-test sizes (seconds)")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--compile", action="store_true",
-                        help="add the fast side with the members' forward through torch.compile")
+                        help="add the sides with the members' forward through torch.compile")
+    parser.add_argument("--batches", type=int, nargs="*", default=[],
+                        help="add the fast side at these batch sizes")
+    parser.add_argument("--no-packed", dest="packed", action="store_false",
+                        help="leave out the five-ε packed side")
     args = parser.parse_args()
-    rows = run(args.quick, args.compile)
+    rows = run(args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 
