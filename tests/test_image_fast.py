@@ -128,19 +128,31 @@ def test_the_memory_format_changes_only_the_speed(monkeypatch, images):
 
 
 @pytest.mark.skipif(not CUDA, reason="the CUDA-graph step needs a CUDA GPU")
-def test_the_cuda_graph_step_trains_as_the_eager_step(monkeypatch):
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_cuda_graph_step_trains_as_the_eager_step(monkeypatch, optimizer):
+    """The replayed graph trains the eager step's weights. SGD moves weights in proportion to
+    their gradients, so the two agree as closely as fused and unfused updates round (a replay
+    that missed a batch moves them by lr x gradient: median 5e-4). Adam moves a weight whose
+    gradient rounds to the other sign ~2 lr apart (test above), and the graph's Adam is the fused
+    one: some weights differ by ~1e-4 (seen on an H200), so Adam's check is on the median weight.
+    Measured on a CPU with this test's digits (eager, fused vs unfused Adam): median 2.4e-6; one
+    batch left out: median 7.6e-4. The bound sits between, 20x from either."""
     monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     images = digits_images(n_train=64 * 12 + 17)          # 12 full batches and a short one
+    lr = {"sgd": 0.05, "adam": 1e-3}[optimizer]
     runs = {}
     for engine in ("eager", "cuda_graph"):
         cfg = CNNConfig(ensemble="mixed", n_members=3, epochs=2, batch_size=64, seed=1,
-                        precision="fp32", engine=engine)
+                        precision="fp32", engine=engine, optimizer=optimizer, lr=lr)
         [runs[engine]] = train_cnn_pack(images, 10, [cfg])
     assert runs["cuda_graph"].engine == "cuda_graph"        # captured, not fallen back
-    # A replay that missed a batch or an update would move the weights by ~lr per step (1e-3).
-    assert torch.allclose(_params(runs["cuda_graph"]), _params(runs["eager"]), atol=1e-4)
-    assert np.allclose(runs["cuda_graph"].epoch_loss, runs["eager"].epoch_loss, atol=1e-4)
+    gap = (_params(runs["cuda_graph"]) - _params(runs["eager"])).abs()
+    if optimizer == "sgd":
+        assert gap.max() <= 1e-4
+        assert np.allclose(runs["cuda_graph"].epoch_loss, runs["eager"].epoch_loss, atol=1e-5)
+    else:
+        assert gap.median() <= 5e-5
 
 
 def test_a_worker_keeps_a_splits_images_on_its_device():
