@@ -12,8 +12,9 @@
 #      $DEVROOT/data/cifar10/cifar10.npz and checks its sha256 (prints OK or FAIL);
 #   3. copies .dev/fashion_mnist/fashion_mnist.npz (and .dev/mnist/mnist.npz) when present,
 #      checking each against its SHA256;
-#   4. unpacks an earlier session's runs (.dev/runs.tgz) into $DEVROOT/runs once, so that the
-#      plan's sweeps continue them (--resume);
+#   4. unpacks an earlier session's runs (.dev/runs.tgz, else the tracked
+#      benchmarks/gpu_session/runs.tgz) into $DEVROOT/runs once, so that the plan's sweeps
+#      continue them (--resume);
 #   5. exports PYTHONPATH=$DEVROOT/raysite:<repo>, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 and
 #      SBFN_DATA_DIR=$DEVROOT/data (pipeline.sh, started from the same shell, inherits them).
 # DEVROOT defaults to /tmp (override for a local simulation: DEVROOT=/tmp/devsim).
@@ -26,7 +27,7 @@ case $- in *e*) _bs_had_e=1 ;; *) _bs_had_e=0 ;; esac
 set -e
 
 _bs_main() {
-    local devroot repo dev raysite pieces data count want have="" i name missing="" got ds
+    local devroot repo dev raysite pieces data count want have="" i name missing="" got ds runs
     devroot="${DEVROOT:-/tmp}"
     repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"   # the repo root, two folders up
     dev="$repo/.dev"
@@ -121,8 +122,10 @@ _bs_main() {
 
     # 4. an earlier session's runs (.dev/runs.tgz: its out.tgz's runs.tgz), unpacked once into
     #    $devroot/runs, where the plan's sweeps continue them with --resume (README.md)
-    if [ -f "$dev/runs.tgz" ] && [ ! -f "$devroot/runs/.earlier" ]; then
-        mkdir -p "$devroot/runs" && tar -xzf "$dev/runs.tgz" -C "$devroot" || return 1
+    #    (or, when no call brings one, the tracked benchmarks/gpu_session/runs.tgz)
+    runs="$dev/runs.tgz"; [ -f "$runs" ] || runs="$repo/benchmarks/gpu_session/runs.tgz"
+    if [ -f "$runs" ] && [ ! -f "$devroot/runs/.earlier" ]; then
+        mkdir -p "$devroot/runs" && tar -xzf "$runs" -C "$devroot" || return 1
         touch "$devroot/runs/.earlier"
         echo "bootstrap: runs: an earlier session's sweeps in $devroot/runs: $(ls "$devroot/runs" | tr '\n' ' ')"
     fi
