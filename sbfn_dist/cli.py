@@ -51,7 +51,7 @@ def parse_assignments(items: list[str]) -> dict:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sbfn_dist.cli", description=__doc__,
-                                formatter_class=HelpFormatter)
+                                formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
                    help="trial settings (every one and its default: --list-fields)")
     p.add_argument("--out", help="write every record to this CSV file (default: print the "

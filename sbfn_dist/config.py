@@ -14,7 +14,7 @@ import os
 
 from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items
+from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items, refusal
 from sbfn_dist.tasks import STACKED, TASKS, Task
 from sbfn_dist.usage import LIST_FIELDS_COMMAND, did_you_mean
 
@@ -117,7 +117,7 @@ def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
             continue
         value = _normalise(f, config[f.name]) if given else f.default_for(ctx)
         if not f.check.ok(value, ctx):
-            raise ConfigError(f.name, value, f.check.text(ctx))
+            raise ConfigError(f.name, value, refusal(f.check, value, ctx))
         values[f.name] = value
         if f.name == "dataset":
             catalog.lookup(value)          # an unknown data set lists the known ones

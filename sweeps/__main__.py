@@ -1,46 +1,54 @@
-"""python -m sweeps run FILE [--dry-run] [--resume] [--smoke]: the sweep a file defines.
+"""python -m sweeps run FILE [--dry-run] [--resume] [--smoke] [run options]: the sweep a file defines.
 
 FILE is a sweep file (YAML: data set, grid axes, settings, resources; docs/sweeps.md, "Python
 API and sweep files") or the name of one shipped in the package's sweeps/grids/ (regression80,
 demo, classification25, mnist). The same sweep from Python: Sweep.from_yaml(FILE).run().
 The built-in grids' own commands: python -m sweeps.regression --help (also classification,
-cifar10, mnist, fashion_mnist).
+cifar10, mnist, fashion_mnist). The run options (--num-cpus, --storage, --name, --set, ...) are
+every sweep command's; a flag replaces the file's key.
 """
 
 import argparse
 import functools
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
 
-from sbfn_dist.usage import HelpFormatter
+from sbfn_dist.usage import HelpFormatter, add_list_fields
+from sweeps import sweepfile
 from sweeps.api import Sweep, grid_file
 from sweeps.cli import run
+from sweeps.options import BY_NAME, add_flags, given, into_definition
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sweeps", description=__doc__,
-                                formatter_class=HelpFormatter)
+                                formatter_class=HelpFormatter, allow_abbrev=False)
     commands = p.add_subparsers(dest="command", required=True, metavar="run")
     r = commands.add_parser("run", help="run the sweep a file defines", description=__doc__,
-                            formatter_class=HelpFormatter)
+                            formatter_class=HelpFormatter, allow_abbrev=False)
     r.add_argument("file", help="a sweep file (.yaml), or the name of a shipped one")
-    r.add_argument("--dry-run", action="store_true",
-                   help="list the trials and resources; run nothing")
-    r.add_argument("--resume", action="store_true", help="continue the sweep of this name")
-    r.add_argument("--smoke", action="store_true", help="a tiny version of the same sweep")
+    add_flags(r)            # every run option, as the other sweep commands have them
+    add_list_fields(r)
     return p
 
 
 def build(argv):
-    """(spec, args, options) for sweeps.cli.run, which runs it and reports errors in one line."""
+    """(spec, args, options) for sweeps.cli.run, which runs it and reports errors in one line.
+    A flag replaces the file's key of the same option; --set joins the file's settings."""
     args = parser().parse_args(argv)
+    flags = given(args)
     shipped = not Path(args.file).exists() and Path(args.file).suffix not in (".yaml", ".yml")
-    sweep = Sweep.from_yaml(grid_file(args.file) if shipped else args.file,
-                            **({"smoke": True} if args.smoke else {}))
+    path = grid_file(args.file) if shipped else args.file
+    in_file = {k: v for k, v in flags.items() if BY_NAME[k].file_key}
+    sweep = Sweep.from_dict(into_definition(sweepfile.load(path), in_file), source=str(path),
+                            label=Path(path).stem)
     # The sweep is made smoke already (its name says so): the runner must not shrink it again.
+    run_only = {k: v for k, v in flags.items() if not BY_NAME[k].file_key}   # --resume, --dry-run
+    command = shlex.join(["python", "-m", "sweeps", *(sys.argv[1:] if argv is None else argv)])
     return (sweep.spec, argparse.Namespace(smoke=False),
-            replace(sweep.options, dry_run=args.dry_run, resume=args.resume))
+            replace(sweep.options, command=command, **run_only))
 
 
 main = functools.partial(run, build)

@@ -5,7 +5,7 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
     sweep = Sweep.from_yaml("my-sweep.yaml")       # or Sweep.from_dict({...}), or
     sweep = Sweep.builtin("regression", "air_quality", "regression80")
     sweep.dry_run()                                # prints the plan, returns the trials' configs
-    result = sweep.run(num_cpus=4)                 # resources override the file's
+    result = sweep.run(num_cpus=4)                 # run options replace the file's
     result.frame                                   # results.parquet: one row per trial, fold, model
     result.result_grid                             # Ray Tune's ResultGrid, one result per trial
     sweep.resume()                                 # after an interruption: finished folds kept
@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from sbfn_dist.data import catalog
 from sbfn_dist.usage import did_you_mean
 from sweeps import sweepfile
+from sweeps.options import OPTIONS, into_definition
 from sweeps.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep
 from sweeps.spaces import TABULAR_GRIDS, SweepSpec
 from sweeps.store import RESULTS_FILE
@@ -77,6 +78,11 @@ class Sweep:
                 **changes) -> "Sweep":
         """A built-in grid: the same trials (and trial ids) as `python -m sweeps.<task>
         --dataset DATASET --grid GRID`; an image data set takes no grid."""
+        if task not in DEFAULT_DATASET:
+            raise sweepfile.SweepFileError(
+                f"Sweep.builtin: unknown task {task!r}{did_you_mean(str(task), DEFAULT_DATASET)}"
+                f"; the built-in grids are per task: {', '.join(DEFAULT_DATASET)}, e.g. "
+                "Sweep.builtin('regression', 'diabetes', 'demo')")
         dataset = dataset or DEFAULT_DATASET[task]
         image = catalog.lookup(dataset).modality == "image"
         grid = None if image else grid or next(iter(TABULAR_GRIDS[task]))
@@ -98,24 +104,29 @@ class Sweep:
         print_plan(self.spec, self.options, configs, out)
         return configs
 
-    def run(self, **resources) -> SweepResult:
-        """Run the sweep (a local Ray on 127.0.0.1 unless resources name an address); prints
-        one progress line per finished fold, then the comparison table. `resources` are the
-        file's `resources` keys (num_cpus=4, gpus_per_trial=0.5, ...) and replace them."""
-        options = self._options(resources)
+    def run(self, **options) -> SweepResult:
+        """Run the sweep (a local Ray on 127.0.0.1 unless options name an address); prints
+        one progress line per finished fold, then the comparison table. `options` are run
+        options by their sweep-file names (num_cpus=4, gpus_per_trial=0.5, storage=...,
+        verbose=True; sweeps/options.py) and replace the file's."""
+        options = self._options(options)
         return SweepResult.of(run_sweep(self.spec, options), options)
 
-    def resume(self, **resources) -> SweepResult:
+    def resume(self, **options) -> SweepResult:
         """Continue this sweep after an interruption: finished folds are read back, not rerun."""
-        options = replace(self._options(resources), resume=True)
+        options = replace(self._options(options), resume=True)
         return SweepResult.of(run_sweep(self.spec, options), options)
 
-    def _options(self, resources: dict) -> SweepOptions:
-        if not resources:
+    def _options(self, changes: dict) -> SweepOptions:
+        if not changes:
             return self.options
-        given = {**self.definition, "resources": {**self.definition.get("resources", {}),
-                                                  **resources}}
-        return sweepfile.build(given, self.source, self.label)[1]
+        known = [o.name for o in OPTIONS if o.file_key]
+        for name in (n for n in changes if n not in known):
+            raise sweepfile.SweepFileError(
+                f"{self.source}: unknown run option '{name}'{did_you_mean(str(name), known)}; "
+                f"the known ones: {', '.join(known)} (docs/sweeps.md)")
+        definition = into_definition(self.definition, changes)
+        return sweepfile.build(definition, self.source, self.label)[1]
 
 
 def grid_file(name: str):

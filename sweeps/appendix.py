@@ -22,7 +22,7 @@ from sbfn_dist.usage import HelpFormatter, ListOf, bounded
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m sweeps.appendix", description=__doc__,
-                                     formatter_class=HelpFormatter)
+                                     formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("--out", type=Path, default=Path("results") / SWEEP,
                         help="directory of the records and the report")
     parser.add_argument("--runs", type=int, default=RUNS, help="runs per (M, basis)")

@@ -18,7 +18,7 @@ from sweeps.store import ResultStore
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sweeps.cleanup", description=__doc__,
-                                formatter_class=HelpFormatter)
+                                formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("--name", required=True, help="the sweep's name")
     p.add_argument("--storage", default="results", help="the sweep's --storage (a local "
                    "directory)")

@@ -6,84 +6,60 @@ to resume it.
 """
 
 import argparse
+import os
 import shlex
+import signal
 import sys
 
-from sbfn_dist.cli import parse_assignments
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.usage import HelpFormatter, add_list_fields
-from sweeps.packing import PACK_MODES
-from sweeps.runner import SweepOptions, failed_trials, run_sweep
+from sweeps.options import add_flags, given
+from sweeps.runner import SweepOptions, failed_trials, result_store, run_sweep
 from sweeps.spaces import smoke
 from sweeps.sweepfile import sweep_options
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
-    g = p.add_argument_group("where and how to run")
-    g.add_argument("--address", help="a running Ray cluster (HOST:PORT, ray://..., auto); "
-                   "default: $RAY_ADDRESS if set, else start Ray on this machine, on 127.0.0.1")
-    g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
-    g.add_argument("--cpus-per-trial", type=float, default=1, help="CPUs of one trial; torch "
-                   "threads follow it")
-    g.add_argument("--num-gpus", type=float, default=0, help="GPUs to use (0: CPU only)")
-    g.add_argument("--gpus-per-trial", type=float, default=None,
-                   help="fraction of a GPU per trial (default 0.25 with GPUs: 4 trials share one)")
-    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once "
-                   "(default: as many as the CPUs and GPUs fit)")
-    g.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial")
-    g.add_argument("--pack", choices=PACK_MODES, default="auto",
-                   help="auto: tabular configurations that can share a member stack train "
-                   "together, one Ray trial per pack; on: image ones too (the epsilons of one "
-                   "kind, M and split; slower per member on an H100, docs/sweeps.md); off: one "
-                   "configuration per trial")
-    g.add_argument("--storage", default="results", help="parent directory or pyarrow URI "
-                   "(s3://bucket/prefix) of the sweep's results directory (default: results)")
-    g.add_argument("--name", help="the sweep's name (default: DATASET-GRID[-smoke])")
-    g.add_argument("--resume", action="store_true", help="continue the sweep of this name")
-    g.add_argument("--mlflow-uri", help="MLflow tracking URI (default: sqlite store inside "
-                   "the results directory)")
-    g.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
-    g.add_argument("--dry-run", action="store_true", help="list the trials and resources; run nothing")
-    g.add_argument("--smoke", action="store_true", help="a tiny version of the same sweep")
-    g.add_argument("--data-dir", help="local data directory (default: SBFN_DATA_DIR, then cache/download)")
-    g.add_argument("--search", choices=("grid", "optuna"), default="grid",
-                   help="every point of the grid, or Optuna's TPE over its axes")
-    g.add_argument("--num-samples", type=int, default=20, help="Optuna trials (--search optuna)")
-    g.add_argument("--search-seed", type=int, default=0, help="seed of Optuna's sampler")
-    g.add_argument("--objective", default="", help="model that search and 'best so far' use "
-                   "(default: sbfn_ls for regression, sbfn for classification)")
-    # Not a ListOf: a setting's own list value holds commas (--set lambda2=0,3,5).
-    g.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="trial settings for every trial they apply to (e.g. --set epochs=3 "
-                   "n_train=5000); one that applies to no trial is refused. Every setting, its "
-                   "default and where it applies: --list-fields")
+    """A sweep command's parser with every run option (sweeps/options.py) and --list-fields;
+    no abbreviations: a misspelt flag that starts a real one (the epsilon of --epsilons) is
+    refused, not silently taken for it."""
+    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
+                                allow_abbrev=False)
+    add_flags(p)
     add_list_fields(p)
     return p
 
 
 def options(args, default_name: str, default_objective: str) -> SweepOptions:
     """The flags as SweepOptions, translated as sweep files are (sweeps/sweepfile.py)."""
-    return sweep_options({**vars(args), "mlflow": not args.no_mlflow}, default_name=default_name,
-                         objective=default_objective, smoke=args.smoke,
-                         overrides=parse_assignments(args.set),
-                         command=" ".join(shlex.quote(a) for a in sys.argv))
+    values = given(args)
+    return sweep_options(values, default_name=default_name, objective=default_objective,
+                         smoke=values.get("smoke", False),
+                         overrides=values.get("settings", {}), command=command_line())
+
+
+def command_line() -> str:
+    """This process's command, as a shell would take it back (recorded in sweep.json)."""
+    return " ".join(shlex.quote(a) for a in sys.argv)
 
 
 def run(build, argv=None) -> int:
     """`build(argv) -> (spec, args, opts)`; runs it and turns errors into one clear line."""
+    opts = None
     try:
         spec, args, opts = build(argv)
         if args.smoke:
             spec = smoke(spec)
         outcome = run_sweep(spec, opts)
+        sys.stdout.flush()      # a reader that left (`| head`) shows here, not at Python's exit
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted: finished folds are in results.parquet; continue with the same "
-              "command plus --resume", file=sys.stderr)
+        print(f"\ninterrupted: {_what_is_kept(opts)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     failed = failed_trials(outcome.table) if outcome else {}
     if failed:
         print(f"error: {len(failed)} trials failed after their retries (listed above with their "
@@ -91,3 +67,23 @@ def run(build, argv=None) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _what_is_kept(opts: SweepOptions | None) -> str:
+    """What an interrupted command leaves: a sweep that started keeps its finished folds."""
+    try:
+        started = opts is not None and result_store(opts).read_spec() is not None
+    except Exception:       # a remote store out of reach: say what holds if it started
+        started = True
+    if started:
+        return ("finished folds are in results.parquet; continue with the same command plus "
+                "--resume")
+    return "the sweep had not started; nothing was written"
+
+
+def _reader_gone() -> int:
+    """The reader of our output left (`--dry-run | head`): stop quietly, as Unix tools do, with
+    the status of a process that SIGPIPE ended."""
+    # Python would flush stdout again at exit and report that pipe broken too.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signal.SIGPIPE

@@ -11,22 +11,25 @@ SweepOptions (docs/sweeps.md, "Python API and sweep files").
     competitors: [svm_rbf]            # [] for none; default: the grid's (the paper's three)
     resources: {num_cpus: 2, cpus_per_trial: 1}
 
-Every value is checked before Ray starts: a key's type here, a trial setting by the library
-(TrialConfig, through runner.plan), the run options by SweepOptions.validate; an error names the
-key and the file. Paths (csv:PATH, data_dir, storage) are relative to the current directory, as
+Every value is checked before Ray starts: a key's kind here (the run options' kinds are
+sweeps/options.py's, as for their flags), a trial setting by the library (TrialConfig, through
+runner.plan), the run options together by SweepOptions.validate; an error names the key and the
+file. A key given twice in a file is refused (YAML would keep the last). Paths (csv:PATH, data_dir, storage) are relative to the current directory, as
 on the command line.
 """
 
 import re
-from dataclasses import fields, replace
-from numbers import Real
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from sbfn_dist.data import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.usage import did_you_mean
+from sweeps import options as run_options
+from sweeps.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.runner import SweepOptions, plan
 from sweeps.spaces import Grid, SweepSpec, grid_sweep, image_sweep, named_grid, smoke
 
@@ -35,48 +38,85 @@ class SweepFileError(SbfnError):
     """A sweep file or dict that cannot define a sweep; the message names the file and key."""
 
 
-def _kind(types: tuple, text: str, least=None):
-    """A check of one key's value: one of `types` (a bool is no number here), at least `least`,
-    described by text."""
-    def ok(value) -> bool:
-        return (isinstance(value, types) and (bool in types or not isinstance(value, bool))
-                and (least is None or value >= least))
-    ok.text = text
-    return ok
+def _names(value) -> list:
+    if not isinstance(value, list):
+        raise ValueError
+    return value
 
 
-_INT, _COUNT = _kind((int,), "an integer"), _kind((int,), "an integer >= 1", least=1)
-_NUMBER, _TEXT = _kind((Real,), "a number"), _kind((str,), "text")
-_FLAG, _MAPPING = _kind((bool,), "true or false"), _kind((dict,), "a mapping (key: value)")
-
-# The keys a sweep file takes (docs/sweeps.md has the table); the run options are SweepOptions'.
-SWEEP_KEYS = {
-    "name": _TEXT, "dataset": _TEXT, "task": _TEXT, "grid": _TEXT, "data_dir": _TEXT,
-    "axes": _MAPPING, "settings": _MAPPING, "folds": _INT, "seeds": _COUNT, "references": _FLAG,
-    "competitors": _kind((list,), "a list of model names ([] for none)"), "per_fold": _FLAG,
-    "smoke": _FLAG, "storage": _TEXT, "search": _TEXT,
-    "num_samples": _COUNT, "search_seed": _INT,
-    "objective": _TEXT, "mlflow": _FLAG, "mlflow_uri": _TEXT, "resources": _MAPPING,
+# The keys that shape the trials (the commands' grid flags); the run options' keys are
+# sweeps/options.py's, under the top level or `resources` (docs/sweeps.md has the table).
+SPEC_KEYS = {
+    "dataset": TEXT, "task": TEXT, "grid": TEXT, "axes": MAPPING, "folds": INTEGER,
+    "seeds": COUNT, "references": FLAG, "per_fold": FLAG,
+    "competitors": Kind("a list of model names ([] for none)", _names),
 }
-RESOURCE_KEYS = {
-    "address": _TEXT, "num_cpus": _COUNT, "num_gpus": _NUMBER, "cpus_per_trial": _NUMBER,
-    "gpus_per_trial": _NUMBER, "max_concurrent": _COUNT, "max_failures": _INT, "pack": _TEXT,
-    "node_wait_s": _NUMBER,
-}
+SWEEP_KEYS = {**SPEC_KEYS, **run_options.file_keys(""), "resources": MAPPING}
+RESOURCE_KEYS = run_options.file_keys("resources")
 # The grid's shape beyond its axes: tables only (an image sweep repeats its holdout splits).
 TABULAR_ONLY = ("grid", "seeds", "references", "competitors", "per_fold")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-OPTION_NAMES = {f.name for f in fields(SweepOptions)}
+# What every model of a sweep is scored on -- its data, rows and folds -- is one for the whole
+# sweep: its end table ranks all models together, so an axis over one of these would rank
+# ensembles scored on other data or folds than the competitors and the reference. The way to
+# vary each instead:
+NOT_AN_AXIS = {
+    "dataset": "run one sweep per data set (its `dataset` key)",
+    "task": "run one sweep per task (its `task` key)",
+    "target": "run one sweep per target (settings: {target: COLUMN})",
+    "data_dir": "set it once (the `data_dir` key)",
+    "folds": "set `folds: K` once, for every model (one sweep per K)",
+    "fold": "leave it out: each trial runs every fold (`per_fold: true` makes each fold a "
+            "trial of its own)",
+    "split": "set it once (settings: {split: ...}), one sweep per split",
+    "test_fraction": "set it once (settings: {test_fraction: ...}), one sweep per value",
+    "seed": "use `seeds: N`: every trial, the competitors and references too, repeats with "
+            "seeds 0..N-1",
+    "n_samples": "set it once (settings: {n_samples: N}), one sweep per value",
+    "n_train": "set it once (settings: {n_train: N}), one sweep per value",
+    "n_test": "set it once (settings: {n_test: N}), one sweep per value",
+}
+# Trial settings that are the sweep's own keys: given as shared settings (--set), they would
+# change every trial's data set or task while the sweep's plan and table name the other.
+SWEEP_OWN = {"dataset": "--dataset, or a sweep file's `dataset` key",
+             "task": "the command (sweeps.regression, sweeps.classification), or a sweep "
+                     "file's `task` key"}
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's loader, refusing a mapping that repeats a key (YAML would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        lines = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue                        # `<<: *base` merges: its keys may be replaced
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = lines.setdefault(key, line)
+            except TypeError:
+                continue                        # an unhashable key: refused by the checks
+            if first != line:
+                raise _DuplicateKey(f"key '{key}' is given twice (lines {first} and {line}); "
+                                    "YAML would silently keep the last: keep one")
+        return super().construct_mapping(node, deep)
 
 
 def load(path) -> dict:
     """The sweep file's mapping, as written (checked by `build`)."""
     path = Path(path)
     try:
-        definition = yaml.safe_load(path.read_text())
+        definition = yaml.load(path.read_text(), Loader=_UniqueKeys)
     except OSError as exc:
         raise SweepFileError(f"{path}: cannot read the sweep file ({exc.strerror or exc})"
                              ) from None
+    except _DuplicateKey as exc:
+        raise SweepFileError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise SweepFileError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(definition, dict):
@@ -108,30 +148,74 @@ def build(definition: dict, source: str, label: str | None = None
 def checked(definition: dict) -> dict:
     """`definition` without its empty keys (`key:` with no value: the default), if every key is
     known and every value of the right kind, else an error that names the key (with 'did you
-    mean' for a near miss)."""
+    mean' for a near miss). Values are kept as Python's own (a path-like as text, numpy
+    numbers as ints and floats)."""
+    if not isinstance(definition, dict):
+        given = "None" if definition is None else \
+            f"a {type(definition).__name__} ({definition!r:.60})"
+        raise SbfnError(f"a sweep is a mapping of keys (dataset: ..., axes: ...), not {given}; "
+                        "see docs/sweeps.md")
     d = _known(definition, SWEEP_KEYS, "")
     if "resources" in d:
         d["resources"] = _known(d["resources"], RESOURCE_KEYS, "resources.")
     if "dataset" not in d:
         raise SbfnError("'dataset' is missing: name the data set to sweep (one of "
                         f"{', '.join(catalog.CATALOG)}, or csv:PATH)")
-    for axis, values in d.get("axes", {}).items():
-        if not isinstance(values, list) or not values:
-            raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values")
-    members = d.get("axes", {}).get("n_members", [])
-    if not all(_COUNT(m) for m in members):     # sorted (largest first) before trials are checked
-        raise SbfnError(f"axes.n_members = {members!r}: ensemble sizes are integers >= 1")
+    d["axes"] = {axis: _axis(axis, values) for axis, values in d.get("axes", {}).items()}
+    d["settings"] = plain(d.get("settings", {}))
     return d
 
 
+def _axis(axis, values) -> list:
+    """An axis' values, checked: a non-empty list, of a setting the models may differ in."""
+    if axis in NOT_AN_AXIS:
+        raise SbfnError(f"axes.{axis}: every model of a sweep is scored on the same data and "
+                        f"folds (its end table ranks them together), so {axis} cannot be an "
+                        f"axis; {NOT_AN_AXIS[axis]}")
+    if not isinstance(values, list) or not values:
+        raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values")
+    values = plain(values)
+    if axis == "n_members" and not all(_allowed(COUNT, m) for m in values):
+        raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are integers >= 1")
+    return values
+
+
+def _allowed(kind: Kind, value) -> bool:
+    try:
+        kind.check(value)
+    except ValueError:
+        return False
+    return True
+
+
+def plain(value):
+    """`value` with numpy scalars as Python's (np.int64(2) -> 2), in lists and mappings too:
+    the trials' ids and records are JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
 def _known(given: dict, known: dict, prefix: str) -> dict:
+    if not isinstance(given, dict):
+        raise SbfnError(f"{prefix.rstrip('.')} = {given!r} is not allowed: a mapping (key: value)")
+    out = {}
     for key, value in given.items():
         if key not in known:
             raise SbfnError(f"unknown key '{prefix}{key}'{did_you_mean(str(key), known)}; the "
                             f"known ones: {', '.join(known)} (docs/sweeps.md)")
-        if value is not None and not known[key](value):
-            raise SbfnError(f"{prefix}{key} = {value!r} is not allowed: {known[key].text}")
-    return {k: v for k, v in given.items() if v is not None}
+        if value is None:
+            continue
+        try:
+            out[key] = known[key].check(value)
+        except ValueError:
+            raise SbfnError(f"{prefix}{key} = {value!r} is not allowed: {known[key].text}"
+                            ) from None
+    return out
 
 
 def _spec(d: dict, label: str | None) -> SweepSpec:
@@ -168,17 +252,18 @@ def _default_name(spec: SweepSpec, label: str | None) -> str:
 
 def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool,
                   overrides: dict, command: str) -> SweepOptions:
-    """SweepOptions from a sweep's run settings under SweepOptions' names (a file's keys and
-    resources, a command's flags; None or absent: the default), its trial settings
-    (`overrides`: --set) and data_dir, which joins them."""
+    """SweepOptions from a sweep's run options by name (a file's keys and resources, a command's
+    flags; None or absent: the default, sweeps/options.py), its trial settings (`overrides`:
+    --set) and data_dir, which joins them."""
     given = {k: v for k, v in given.items() if v is not None}
+    for key in SWEEP_OWN.keys() & overrides.keys():
+        raise SbfnError(f"--set {key}={overrides[key]} (settings.{key}): the sweep's {key} is "
+                        f"its own, not a shared setting; give it as {SWEEP_OWN[key]}")
     if "data_dir" in given:
         overrides = {**overrides, "data_dir": given["data_dir"]}
-    given = {k: v for k, v in given.items() if k in OPTION_NAMES - {"overrides", "command"}}
+    given = {k: v for k, v in given.items() if k in run_options.DEFAULTS}
     name = given.pop("name", None) or default_name + ("-smoke" if smoke else "")
     if not NAME.fullmatch(name):
         raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
-    # With GPUs and no fraction given, 4 trials share a card (small members leave it idle).
-    given.setdefault("gpus_per_trial", 0.25 if given.get("num_gpus") else 0.0)
     return SweepOptions(name=name, objective=given.pop("objective", None) or objective,
                         overrides=overrides, command=command, **given)

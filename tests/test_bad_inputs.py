@@ -7,8 +7,10 @@ exception escaping one would fail the test; the estimators and run_trial raise a
 
 import functools
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import torch
 
 from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
 from sbfn_dist.cli import main as trial_command
-from sweeps import cleanup
+from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
 from sweeps.images import main_for
 from sweeps.regression import main as regression
@@ -42,6 +44,8 @@ CSV = {
     "text_feature": table(60, feature=lambda i: f"x{i}"),
     "rare_class": "a,b,kind\n" + "".join(f"{i},{i % 7},{'u' if i < 2 else 'v'}\n"
                                          for i in range(60)),
+    "one_row_class": "a,b,kind\n" + "".join(f"{i},{i % 7},{'u' if i < 1 else 'v'}\n"
+                                            for i in range(60)),
     "ok": table(60),
 }
 
@@ -82,7 +86,10 @@ COMMANDS = [
     ("CSV without a target", regression, ["--dataset", "{csv:ok}", *SWEEP],
      ["no target column", "--set target=COLUMN", "a, b, y"]),
     ("class too rare for stratified folds", classification, ["--dataset", "{csv:rare_class}",
-     "--set", "target=kind", "--folds", "3", *SWEEP], ["a class has only 2 rows", "folds <= 2"]),
+     "--set", "target=kind", "--folds", "3", *SWEEP], ["a class has only 2 rows", "(class 'u')",
+                                                       "folds <= 2"]),
+    ("a class of one row", classification, ["--dataset", "{csv:one_row_class}", "--set",
+     "target=kind", *SWEEP], ["a class has only 1 row", "(class 'u')", "drop its row"]),
     ("no room for the validation part", classification, ["--dataset", "iris", "--folds", "2",
      "--set", "n_samples=12", *SWEEP], ["val_fraction=0.2 cannot hold out", "6 rows"]),
     ("plugin_folds above a training part's rows", regression, ["--dataset", "diabetes", "--grid",
@@ -126,6 +133,28 @@ COMMANDS = [
      ["is a directory"]),
     ("cleanup of a sweep that does not exist", cleanup.main, ["--name", "nosuch", "--storage",
      "{tmp}"], ["there is no sweep at", "nosuch"]),
+    # plug-ins by import path (modules written by the `plugin_modules` fixture)
+    ("plug-in that is not an estimator", regression, [*REG, "--set",
+     "plugin_members=sbfn_test_plugins.NotAnEstimator"],
+     ["'sbfn_test_plugins.NotAnEstimator'", "is not a scikit-learn estimator", "BaseEstimator"]),
+    ("plug-in competitor that is not an estimator", regression, [*REG, "--competitors",
+     "collections.OrderedDict"], ["OrderedDict is not a scikit-learn estimator"]),
+    ("plug-in module whose import fails", regression, [*REG, "--set",
+     "plugin_members=sbfn_test_broken.Model"], ["importing sbfn_test_broken failed",
+                                                "ModuleNotFoundError: No module named "
+                                                "'sbfn_no_such_package'", "PYTHONPATH"]),
+    ("plug-in module that calls sys.exit", regression, [*REG, "--set",
+     "plugin_members=sbfn_test_exits.Model"], ["importing sbfn_test_exits called sys.exit(3)"]),
+    ("plug-in that needs arguments", regression, [*REG, "--set",
+     "plugin_members=sbfn_test_plugins.NeedsArguments"],
+     ["NeedsArguments() failed: TypeError:", "builds with no arguments"]),
+    ("a classifier where a regressor belongs", regression, [*REG, "--set",
+     "plugin_members=sklearn.svm.SVC"], ["SVC is not a regressor"]),
+    # the sweep's own keys as shared settings
+    ("--set dataset=", regression, [*REG, "--set", "dataset=air_quality"],
+     ["--set dataset=air_quality", "the sweep's dataset is its own", "--dataset"]),
+    ("--set task=", regression, [*REG, "--set", "task=classification"],
+     ["--set task=classification", "the command"]),
 ]
 GPU_COMMANDS = [
     ("device=cuda without a GPU", regression, [*REG, "--set", "device=cuda"],
@@ -156,10 +185,31 @@ def cases(rows, *marks):
             for name, command, argv, words in rows]
 
 
+# Plug-in modules a user might name: a class that is no estimator, a module whose own import
+# fails, and a script that exits when imported.
+PLUGIN_MODULES = {
+    "sbfn_test_plugins": "from sklearn.base import BaseEstimator, RegressorMixin\n\n"
+                         "class NotAnEstimator:\n    pass\n\n"
+                         "class NeedsArguments(RegressorMixin, BaseEstimator):\n"
+                         "    def __init__(self, depth):\n        self.depth = depth\n",
+    "sbfn_test_broken": "import sbfn_no_such_package\n\nclass Model:\n    pass\n",
+    "sbfn_test_exits": "import sys\nsys.exit(3)\n",
+}
+
+
+@pytest.fixture
+def plugin_modules(tmp_path_factory, monkeypatch):
+    folder = tmp_path_factory.mktemp("plugins")
+    for name, text in PLUGIN_MODULES.items():
+        (folder / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(folder))
+
+
 @pytest.mark.parametrize("command, argv, words", cases(COMMANDS) + cases(GPU_COMMANDS, NO_GPU)
                          + cases(UNREADABLE, LINUX))
 def test_a_command_refuses_bad_input_in_one_line_before_any_work(command, argv, words, csv,
-                                                                 tmp_path, capsys):
+                                                                 tmp_path, capsys,
+                                                                 plugin_modules):
     import ray
     ray_before = ray.is_initialized()
     argv = fill(argv, csv, tmp_path)
@@ -174,6 +224,7 @@ def test_a_command_refuses_bad_input_in_one_line_before_any_work(command, argv, 
         assert word in line, line
     assert " on a local Ray" not in out.out and ray.is_initialized() == ray_before
     assert not list(tmp_path.rglob("records.csv"))          # --out: nothing trained
+    assert not (tmp_path / "results").exists()              # nothing half-written
 
 
 # Refused as Ray is asked for, so they need a process without Ray (others here may hold one).
@@ -275,3 +326,158 @@ def test_run_trial_refuses_bad_data_before_training(config, message, csv):
         run_trial({"epochs": 1, "n_members": 2, "competitors": [], **config})
     assert message in str(caught.value)
 
+
+
+# ------------------------------------------------------------------------ sweep files and flags
+# `python -m sweeps run FILE` on a small valid file with one change each: exit 2, one line
+# naming the key, nothing written (issue 21: each of these was accepted, or a traceback).
+FILE = "dataset: diabetes\ngrid: demo\nsmoke: true\nmlflow: false\n"
+FILE_CASES = [
+    ("a key given twice", FILE + "folds: 2\nfolds: 3\n",
+     ["key 'folds' is given twice (lines 5 and 6)", "keep one"]),
+    ("a resource given twice", FILE + "resources:\n  num_cpus: 1\n  num_cpus: 2\n",
+     ["key 'num_cpus' is given twice (lines 6 and 7)"]),
+    ("an axis over the data set", FILE + "axes:\n  dataset: [diabetes, air_quality]\n",
+     ["axes.dataset", "scored on the same data and folds", "one sweep per data set"]),
+    ("an axis over folds", FILE + "axes:\n  folds: [3, 5]\n", ["axes.folds", "`folds: K`"]),
+    ("an axis over fold", FILE + "axes:\n  fold: [0, 1]\n", ["axes.fold", "per_fold: true"]),
+    ("an axis over seed", FILE + "axes:\n  seed: [0, 1]\n", ["axes.seed", "seeds: N"]),
+    ("retries forever", FILE + "resources:\n  max_failures: -1\n",
+     ["resources.max_failures = -1", "an integer >= 0"]),
+    ("a negative node wait", FILE + "resources:\n  node_wait_s: -5\n",
+     ["resources.node_wait_s = -5", "seconds >= 0"]),
+    ("a negative search seed", FILE + "search_seed: -1\n", ["search_seed = -1", "[0, "]),
+    ("the data set as a shared setting", FILE + "settings:\n  dataset: air_quality\n",
+     ["settings.dataset", "the sweep's dataset is its own"]),
+    # flags join a file's settings and resources: what is no mapping is still the file's error
+    ("settings that are a list, with --set", FILE + "settings: [epochs]\n",
+     ["settings = ['epochs'] is not allowed: a mapping"], ["--set", "epochs=2"]),
+    ("resources that are a number, with --num-cpus", FILE + "resources: 5\n",
+     ["resources = 5 is not allowed: a mapping"], ["--num-cpus", "2"]),
+]
+
+
+@pytest.mark.parametrize("text, words, flags", [pytest.param(t, w, f[0] if f else [], id=n)
+                                                for n, t, w, *f in FILE_CASES])
+def test_a_sweep_file_is_refused_in_one_line_naming_the_key(text, words, flags, tmp_path,
+                                                             capsys):
+    from sweeps import __main__ as sweeps_main
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    code = sweeps_main.main(["run", str(path), "--storage", str(tmp_path / "results"), *flags])
+    out = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out.err + out.out, out
+    [line] = out.err.splitlines()
+    assert line.startswith(f"error: {path}: ") and all(w in line for w in words), line
+    assert not (tmp_path / "results").exists()
+
+
+# argparse refuses these itself: its usage line, then `PROG: error: ...`, exit 2.
+FLAG_CASES = [
+    ("an abbreviation", regression, ["--epsilon", "0.3"], "unrecognized arguments: --epsilon"),
+    ("retries forever", regression, ["--max-failures", "-1"],
+     "argument --max-failures: '-1' is not an integer >= 0"),
+    ("a negative node wait", regression, ["--node-wait-s", "-5"],
+     "argument --node-wait-s: '-5' is not a number of seconds >= 0"),
+    ("no CPUs", classification, ["--num-cpus", "0"], "'0' is not an integer >= 1"),
+    ("sweeps run: retries forever", "run", ["--max-failures", "-1"],
+     "argument --max-failures: '-1' is not an integer >= 0"),
+    ("sweeps run: an abbreviation", "run", ["--num-cpu", "2"], "unrecognized arguments: --num-cpu"),
+    ("cleanup: an abbreviation", cleanup.main, ["--name", "x", "--stor", "y"],
+     "unrecognized arguments: --stor"),
+    ("trial: an abbreviation", trial_command, ["dataset=diabetes", "--ou", "x.csv"],
+     "unrecognized arguments: --ou"),
+]
+
+
+@pytest.mark.parametrize("command, argv, message", [pytest.param(c, a, m, id=n)
+                                                    for n, c, a, m in FLAG_CASES])
+def test_a_bad_flag_is_refused_by_the_parser_in_one_line(command, argv, message, capsys):
+    if command == "run":
+        from sweeps import __main__ as sweeps_main
+        command, argv = sweeps_main.main, ["run", "demo", *argv]
+    with pytest.raises(SystemExit) as exit_:
+        command(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert message in err.splitlines()[-1], err
+
+
+# ------------------------------------------------------------------------ the Python API
+API_CASES = [
+    ("a list as the definition", lambda: Sweep.from_dict([{"dataset": "diabetes"}]),
+     "the sweep definition: a sweep is a mapping of keys (dataset: ..., axes: ...), not a list"),
+    ("None as the definition", lambda: Sweep.from_dict(None), "not None; see docs/sweeps.md"),
+    ("an unknown built-in task", lambda: Sweep.builtin("nope"),
+     "Sweep.builtin: unknown task 'nope'; the built-in grids are per task: regression, "
+     "classification"),
+    ("a misspelt built-in task", lambda: Sweep.builtin("regresion"),
+     "(did you mean 'regression'?)"),
+    ("an unknown run option", lambda: Sweep.builtin("regression", "diabetes", "demo").run(
+        num_cpu=1), "unknown run option 'num_cpu' (did you mean 'num_cpus'"),
+]
+
+
+@pytest.mark.parametrize("make, message", [pytest.param(m, t, id=n) for n, m, t in API_CASES])
+def test_the_python_api_refuses_a_bad_definition_with_a_sweep_file_error(make, message):
+    with pytest.raises(SweepFileError) as caught:
+        make()
+    assert message in str(caught.value)
+
+
+def test_the_python_api_takes_path_likes_and_numpy_numbers(tmp_path):
+    """Refused as "not text" / "not an integer" before issue 21."""
+    sweep = Sweep.from_dict({"dataset": "diabetes", "grid": "demo", "storage": tmp_path,
+                             "folds": np.int64(2), "seeds": np.int32(1), "mlflow": False,
+                             "axes": {"n_members": [np.int64(2)]},
+                             "settings": {"epochs": np.int64(1)},
+                             "resources": {"num_cpus": np.int64(1), "max_failures": np.int8(0)}})
+    assert sweep.options.storage == str(tmp_path) and sweep.options.num_cpus == 1
+    assert type(sweep.options.num_cpus) is int and sweep.options.max_failures == 0
+    configs = sweep.trials()
+    assert {c["folds"] for c in configs} == {2} and {type(c["folds"]) for c in configs} == {int}
+    assert {c["n_members"] for c in configs if c["extra"]["role"] == "ensemble"} == {2}
+    assert sweep._options({"storage": tmp_path / "other"}).storage == str(tmp_path / "other")
+
+
+def test_a_large_grid_says_its_size_before_it_is_planned(capsys):
+    """A 50,505-configuration grid started without a word (issue 21); here the note comes
+    before the first configuration is checked (epochs=0 fails it at once)."""
+    with pytest.raises(SweepFileError, match="'epochs' = 0"):
+        Sweep.from_dict({"name": "big", "dataset": "diabetes", "mlflow": False,
+                         "axes": {"width": list(range(1, 2_001))}, "settings": {"epochs": 0}})
+    err = capsys.readouterr().err
+    assert "[big] planning 2,005 configurations (Ctrl-C stops it)" in err
+    assert "--dry-run" in err and "--search optuna" in err
+
+
+# ------------------------------------------------------------------------ signals and pipes
+BIG = """name: big
+dataset: diabetes
+mlflow: false
+axes:
+  width: [{widths}]
+  epsilon: [0.0, 0.5]
+"""
+
+
+def test_a_sweep_command_stops_quietly_on_a_closed_pipe_and_on_ctrl_c_while_planning(tmp_path):
+    """`--dry-run | head` ended in a BrokenPipeError traceback; Ctrl-C while a large grid was
+    planned said finished folds were kept (none were). Both commands run at once."""
+    (tmp_path / "big.yaml").write_text(BIG.format(widths=", ".join(map(str, range(1, 3_001)))))
+    start = functools.partial(subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path)
+    piped = start([sys.executable, "-m", "sweeps.regression", *REG, "--dry-run", "--storage",
+                   str(tmp_path / "results")])
+    piped.stdout.close()                        # the reader has gone before the first line
+    planning = start([sys.executable, "-m", "sweeps", "run", "big.yaml", "--dry-run"])
+    note = planning.stderr.readline()           # printed as planning starts
+    planning.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    _, interrupted = planning.communicate(timeout=60)
+    assert note.startswith("[big] planning 6,005 configurations"), note     # + refs, competitors
+    assert time.monotonic() - stopped < 10 and planning.returncode == 130, interrupted
+    assert interrupted.strip() == "interrupted: the sweep had not started; nothing was written"
+    assert piped.wait(timeout=120) == 128 + signal.SIGPIPE     # as `seq 1000000 | head -1`
+    assert piped.stderr.read() == ""            # no traceback, no "Exception ignored"
+    assert not (tmp_path / "results").exists()

@@ -122,7 +122,9 @@ def test_cli_reports_ok_placeholders_and_the_broken_key_path(tmp_path):
     ok, strict, failed = run_cli("cluster.yaml"), run_cli("--strict", "cluster.yaml"), run_cli(str(bad))
     assert ok.returncode == 0 and "cluster.yaml: OK" in ok.stdout
     assert "your-sbfn-bucket" in ok.stdout and "123456789012" in ok.stdout
-    assert strict.returncode == 1
+    assert strict.returncode == 1       # and says so: it printed "OK" before issue 21
+    assert "cluster.yaml: FAILED (--strict): 6 placeholder values left" in strict.stdout
+    assert ": OK" not in strict.stdout and "your-sbfn-bucket" in strict.stdout
     assert failed.returncode == 1
     assert "FAILED" in failed.stdout and "available_node_types.sbfn.gpu1" in failed.stdout
 

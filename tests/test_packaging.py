@@ -158,3 +158,17 @@ def test_make_test_escalates_no_privileges_and_ci_provides_the_browser():
     assert not [w for w in ("sudo", "apt-get", "apt ") if w in recipes]
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.index("apt-get install -y chromium") < ci.rindex("\nmake test")
+
+
+def test_pyproject_reads_without_a_setuptools_deprecation_warning():
+    """The `project.license` table warned three times per install (issue 21); an SPDX string
+    needs setuptools >= 77, which the build requires."""
+    code = ("import warnings\n"
+            "from setuptools.config.pyprojecttoml import apply_configuration\n"
+            "from setuptools.dist import Distribution\n"
+            "warnings.simplefilter('error')\n"
+            "dist = apply_configuration(Distribution(), 'pyproject.toml')\n"
+            "print(dist.metadata.license_expression)\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "MIT", run.stderr[-2000:]
+    assert "setuptools>=77" in PYPROJECT["build-system"]["requires"]

@@ -129,8 +129,13 @@ def test_online_variants_also_run_in_the_plug_in_regime():
 
 @pytest.mark.parametrize("value,message", [
     (["xgboost"], "one of \\('svm_rbf', 'random_forest', 'gradient_boosting', 'extra_trees'"),
-    (["sklearn.svm.SVC"], "import path of a scikit-learn-compatible regressor"),
-    (["sklearn.linear_model.NoSuchModel"], "import path"),
+    (["sklearn.svm.SVC"], "SVC is not a regressor; allowed: .*import path of a "
+                          "scikit-learn-compatible regressor"),
+    (["sklearn.linear_model.NoSuchModel"], "module sklearn.linear_model has no 'NoSuchModel'; "
+                                           "allowed: .*import path"),
+    (["collections.OrderedDict"], "OrderedDict is not a scikit-learn estimator"),
+    (["sbfn_no_such_module.Model"], "importing sbfn_no_such_module failed: "
+                                    "ModuleNotFoundError"),
     (["random_forest", "random_forest"], "each at most once"),
 ])
 def test_bad_plugin_names_list_the_known_ones(value, message):

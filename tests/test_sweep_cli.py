@@ -104,7 +104,7 @@ def test_dry_run_lists_trials_and_resources_and_runs_nothing(capsys, tmp_path):
 
 def test_dry_run_without_packing_lists_one_configuration_per_trial(capsys, tmp_path):
     assert regression(SMOKE + ["--dry-run", "--pack", "off", "--storage", str(tmp_path)]) == 0
-    assert "6 trials, 18 folds/splits" in capsys.readouterr().out
+    assert "6 configurations, 18 folds/splits" in capsys.readouterr().out
 
 
 def test_a_missing_data_directory_stops_the_sweep_before_ray(capsys, tmp_path):
@@ -221,13 +221,27 @@ def test_help_shows_every_default(parsers):
     assert not silent, f"options whose --help hides the default: {silent}"
 
 
+def test_no_command_takes_an_abbreviated_flag(parsers):
+    """`--epsilon 0.3` was silently taken for --epsilons (issue 21)."""
+    def all_parsers(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from all_parsers(sub)
+    abbreviating = [m for m in commands(*OURS) for p in all_parsers(parsers[m]) if p.allow_abbrev]
+    assert not abbreviating
+    with pytest.raises(SystemExit):
+        build(["--dataset", "diabetes", "--epsilon", "0.3"])
+
+
 def test_list_flags_have_one_spelling(parsers):
     """Space-separated values (nargs='+'), parsed by one action; --set keeps commas for a
     setting's own list (lambda2=0,3)."""
     other = {(m, a.option_strings[0]) for m in commands(*OURS) for a in options_of(parsers[m])
              if a.option_strings and a.nargs in ("+", "*") and not isinstance(a, ListOf)}
     assert other == {(m, "--set") for m in commands("sweeps")
-                     if "--set" in parsers[m]._option_string_actions}
+                     if any("--set" in a.option_strings for a in options_of(parsers[m]))}
 
 
 def flag_mentions(path: pathlib.Path):

@@ -68,6 +68,10 @@ def test_smoke_is_a_small_version_of_the_same_sweep():
     assert set(tiny.axes) == set(full.axes)
     assert all(len(v) <= 2 for v in tiny.axes.values())
     assert tiny.base["folds"] == 3 and tiny.base["n_samples"] == 300
+    assert [t["competitors"] for t in tiny.extra_trials] == [["svm_rbf"]]
+    # a sweep's own competitors are smoke-tested too (before, every one but svm_rbf was dropped)
+    own = smoke(regression_sweep("diabetes", "demo", competitors=["knn", "ridge"]))
+    assert [t["competitors"] for t in own.extra_trials] == [["knn"]]
 
 
 def test_every_trial_gets_a_stable_readable_unique_key():

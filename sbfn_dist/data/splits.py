@@ -16,15 +16,17 @@ from sbfn_dist.fields import SPLITS as SCHEMES
 Split = tuple[np.ndarray, np.ndarray]
 
 
-def kfold_splits(n: int, folds: int, seed: int, labels: np.ndarray | None = None) -> list[Split]:
-    """Seeded shuffled k-fold: every row is in exactly one test set (stratified by `labels`)."""
+def kfold_splits(n: int, folds: int, seed: int, labels: np.ndarray | None = None,
+                 classes: tuple | None = None) -> list[Split]:
+    """Seeded shuffled k-fold: every row is in exactly one test set (stratified by `labels`,
+    the codes of `classes`)."""
     if folds < 2:
         raise ConfigError("folds", folds, "k-fold needs at least 2 folds (use scheme='holdout' for one split)")
     require_rows(n, folds, "folds")
     if labels is None:
         kfold = KFold(n_splits=folds, shuffle=True, random_state=seed)
         return [(train, test) for train, test in kfold.split(np.arange(n))]
-    _check_class_counts(labels, folds, "folds")
+    _check_class_counts(labels, folds, "folds", classes)
     kfold = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return [(train, test) for train, test in kfold.split(np.arange(n), labels)]
 
@@ -43,12 +45,22 @@ def validation_part(labels: np.ndarray, rows: np.ndarray, fraction: float, seed:
     return np.sort(keep), np.sort(val)
 
 
-def _check_class_counts(labels: np.ndarray, parts: int, what: str) -> None:
+def _check_class_counts(labels: np.ndarray, parts: int, what: str,
+                        classes: tuple | None = None) -> None:
+    """Every class has a row in each of `parts` stratified parts, else an error naming the
+    rarest class (`classes`: the names of the codes in `labels`)."""
     counts = np.bincount(labels)
-    if counts[counts > 0].min() < parts:
-        raise DataError(f"a class has only {counts[counts > 0].min()} rows, fewer than the {parts} {what}: "
-                        f"stratified splits need every class in every part; use {what} <= "
-                        f"{counts[counts > 0].min()} or a data set with more rows of that class")
+    rare = int(np.flatnonzero(counts == counts[counts > 0].min())[0])
+    n = int(counts[rare])
+    if n >= parts:
+        return
+    name = repr(classes[rare]) if classes is not None else f"code {rare}"
+    fix = (f"use {what} <= {n} or a data set with more rows of that class" if n >= 2 else
+           "and no split puts a one-row class in both a training and a test part: drop its "
+           "row, merge it into another class, or add rows of it")
+    raise DataError(f"a class has only {n} row{'s' if n != 1 else ''}, fewer than the {parts} "
+                    f"{what} (class {name}): stratified splits need every class in every part"
+                    f"{'; ' if n >= 2 else ', '}{fix}")
 
 
 def fixed_split(mask: np.ndarray) -> list[Split]:
@@ -64,17 +76,19 @@ def fixed_split(mask: np.ndarray) -> list[Split]:
 
 
 def fixed_train_kfold_splits(mask: np.ndarray, folds: int, seed: int,
-                             labels: np.ndarray | None = None) -> list[Split]:
+                             labels: np.ndarray | None = None,
+                             classes: tuple | None = None) -> list[Split]:
     """Seeded k-fold inside the training rows of a published split, for tuning: the published
     test rows appear in no part of any fold, so a configuration chosen on these folds can be
     scored once on the fixed split without having seen its test rows."""
     [(train, _)] = fixed_split(mask)
-    inner = kfold_splits(len(train), folds, seed, None if labels is None else labels[train])
+    inner = kfold_splits(len(train), folds, seed, None if labels is None else labels[train],
+                         classes)
     return [(train[inner_train], train[inner_val]) for inner_train, inner_val in inner]
 
 
 def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int,
-                   labels: np.ndarray | None = None) -> list[Split]:
+                   labels: np.ndarray | None = None, classes: tuple | None = None) -> list[Split]:
     """``n_splits`` independent seeded random holdouts of ``test_fraction`` of the rows."""
     if not 0.0 < test_fraction < 1.0:
         raise ConfigError("test_fraction", test_fraction, "use a fraction strictly between 0 and 1, e.g. 0.2")
@@ -87,7 +101,7 @@ def holdout_splits(n: int, n_splits: int, test_fraction: float, seed: int,
     if labels is None:
         shuffle = ShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
     else:
-        _check_class_counts(labels, 2, "parts (train and test)")
+        _check_class_counts(labels, 2, "parts (train and test)", classes)
         shuffle = StratifiedShuffleSplit(n_splits=n_splits, test_size=test_fraction, random_state=seed)
     # Sorted so the row order inside each part does not depend on the shuffle.
     return [(np.sort(train), np.sort(test)) for train, test in shuffle.split(np.arange(n), labels)]
@@ -100,16 +114,17 @@ def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
     (``folds``-fold CV inside the published training rows only, for tuning)."""
     labels = data.y if data.classes is not None else None
     if scheme == "kfold":
-        return kfold_splits(data.n_rows, folds, seed, labels)
+        return kfold_splits(data.n_rows, folds, seed, labels, data.classes)
     if scheme == "holdout":
-        return holdout_splits(data.n_rows, folds, test_fraction, seed, labels)
+        return holdout_splits(data.n_rows, folds, test_fraction, seed, labels, data.classes)
     if scheme in ("fixed", "fixed_train_kfold"):
         if data.fixed_test_mask is None:
             raise DataError(f"data set '{data.name}' has no published test split for scheme='{scheme}': "
                             f"use scheme='kfold' or 'holdout', or a data set that has one "
                             f"({_with_fixed_split()})")
         if scheme == "fixed_train_kfold":
-            return fixed_train_kfold_splits(data.fixed_test_mask, folds, seed, labels)
+            return fixed_train_kfold_splits(data.fixed_test_mask, folds, seed, labels,
+                                            data.classes)
         return fixed_split(data.fixed_test_mask)
     raise ConfigError("split scheme", scheme, f"use one of {', '.join(SCHEMES)}")
 

@@ -103,7 +103,7 @@ def stop(store_dir) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.tools.mlflow_server",
                                      description=__doc__.split("\n")[0],
-                                     formatter_class=HelpFormatter)
+                                     formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--store-dir", required=True, help="local dir for mlflow.db, server.log, server.pid")
     parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared "
