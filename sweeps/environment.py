@@ -6,24 +6,75 @@ nothing (a notebook that imports it keeps its own settings).
     RAY_AUTH_MODE=disabled                no auth-token notice, no ~/.ray/auth_token written
     RAY_AIR_NEW_OUTPUT=0                  Tune's legacy output, which honours verbose=0: the
                                           sweep's own progress line replaces Tune's tables
+    RAY_COLOR_PREFIX=0                    only when stdout is no terminal: Ray prefixes the lines
+                                          it forwards from trials with raw ANSI colour codes
 
 Ray reads the first when `ray` is first imported (ray._private.ray_constants), so the sweep
 plans without importing Ray and sets these before it connects; a process that imported Ray
-before the sweep binds wherever that import decided (set the variable yourself then). The other
-two are read by ray.init and Tuner.fit. A variable the user set is never changed.
+before the sweep binds wherever that import decided (set the variable yourself then). The
+others are read by ray.init, Tuner.fit and the driver as it prints a trial's line. A variable
+the user set is never changed.
+
+Logs: the sweep prints its own progress and summary. Unless --verbose, the MLflow and Optuna
+loggers show warnings and errors only while it runs (their INFO lines -- "Creating initial
+MLflow database tables", "A new study created" -- say nothing a user acts on); their levels
+are restored afterwards.
 """
 
 import contextlib
+import logging
 import os
+import sys
 
 RAY_DEFAULTS = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
                 "RAY_AIR_NEW_OUTPUT": "0"}
+# Each library sets its own logger to INFO when first imported (so a level set earlier is
+# lost): quiet_libraries() is called again by the code that imports them (tracking, study).
+QUIET_LOGGERS = ("mlflow", "optuna")
+_saved_levels: dict | None = None     # while a quiet sweep runs: each quieted logger's level
 
 
-def ray_environment():
-    """RAY_DEFAULTS while the sweep runs. The Ray processes started inside keep the values:
-    they inherited them at start."""
-    return defaults_while(RAY_DEFAULTS)
+@contextlib.contextmanager
+def ray_environment(verbose: bool = False):
+    """RAY_DEFAULTS (and no colour codes into a file or pipe) while the sweep runs, and quiet
+    library logs unless `verbose`. The Ray processes started inside keep the variables: they
+    inherited them at start."""
+    with defaults_while({**RAY_DEFAULTS, **_colour_settings()}), quiet_logs(not verbose):
+        yield
+
+
+def _colour_settings() -> dict:
+    return {} if sys.stdout.isatty() else {"RAY_COLOR_PREFIX": "0"}
+
+
+@contextlib.contextmanager
+def quiet_logs(quiet: bool = True):
+    """Warnings and errors only from QUIET_LOGGERS for the block (a nested block leaves it to
+    the outer one); their levels are restored afterwards."""
+    global _saved_levels
+    if not quiet or _saved_levels is not None:
+        yield
+        return
+    _saved_levels = {}
+    quiet_libraries()
+    try:
+        yield
+    finally:
+        for name, level in _saved_levels.items():
+            logging.getLogger(name).setLevel(level)
+        _saved_levels = None
+
+
+def quiet_libraries() -> None:
+    """Inside quiet_logs: lower the chatter of the libraries imported so far (call it after
+    importing one). Outside it, nothing."""
+    if _saved_levels is None:
+        return
+    for name in QUIET_LOGGERS:
+        if name in sys.modules and name not in _saved_levels:
+            logger = logging.getLogger(name)
+            _saved_levels[name] = logger.level
+            logger.setLevel(max(logger.level, logging.WARNING))
 
 
 @contextlib.contextmanager
@@ -31,10 +82,23 @@ def defaults_while(values: dict):
     """`values` for the variables not set, for the duration of the block; afterwards those the
     block set (and nothing else changed since) are removed again."""
     added = {k: v for k, v in values.items() if k not in os.environ}
-    os.environ.update(added)
+    with values_while(added):
+        yield
+
+
+@contextlib.contextmanager
+def values_while(values: dict):
+    """`values` set for the duration of the block, whatever was set before; afterwards each
+    variable the block changed (and nothing else changed since) is as it was."""
+    before = {k: os.environ.get(k) for k, v in values.items() if os.environ.get(k) != v}
+    os.environ.update({k: values[k] for k in before})
     try:
         yield
     finally:
-        for key, value in added.items():
-            if os.environ.get(key) == value:
+        for key, old in before.items():
+            if os.environ.get(key) != values[key]:
+                continue
+            if old is None:
                 del os.environ[key]
+            else:
+                os.environ[key] = old

@@ -6,6 +6,9 @@ A sweep whose tracking store stopped answering keeps going and saves each loggin
 that failed (sweeps/tracking.py); this applies them in their order, reading the records from
 the results directory, and keeps only those that fail again. Runs are found by their tags, so
 nothing is logged twice into a second run.
+
+A server that asks for a password takes it from MLFLOW_TRACKING_USERNAME / _PASSWORD (or from
+USER:PASSWORD@ in --mlflow-uri, which is never printed or saved: sweeps/tracking_uri.py).
 """
 
 import argparse
@@ -13,9 +16,10 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.usage import HelpFormatter
-from sweeps.environment import defaults_while
+from sweeps.environment import quiet_logs
 from sweeps.store import ResultStore
-from sweeps.tracking import CLIENT_SETTINGS, Ledger, SweepTracker, describe, first_line
+from sweeps.tracking import Ledger, SweepTracker, client_environment, describe, first_line
+from sweeps.tracking_uri import check_tracking_uri, hide
 
 
 def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
@@ -27,8 +31,9 @@ def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
     if not saved.get("ops"):
         print(f"nothing to log: {ledger.path} lists no operation", file=out)
         return 0
-    uri = tracking_uri or saved["tracking_uri"]
-    with defaults_while(CLIENT_SETTINGS):
+    uri = hide(tracking_uri) or saved["tracking_uri"]      # its credentials: in memory only
+    check_tracking_uri(uri)
+    with client_environment(uri):
         done, error = apply_until_failure(
             SweepTracker(uri, saved["sweep"], ledger.store, saved["artifact_location"]),
             saved["ops"])
@@ -55,13 +60,14 @@ def apply_until_failure(tracker: SweepTracker, ops: list[dict]) -> tuple[int, st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.relog", formatter_class=HelpFormatter,
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("results", help="the sweep's results directory or URI (<storage>/<name>)")
     parser.add_argument("--mlflow-uri", help="tracking URI to log to (default: the one the sweep "
                         "used, saved in mlflow-unlogged.json)")
     args = parser.parse_args(argv)
     try:
-        return 1 if relog(args.results, args.mlflow_uri) else 0
+        with quiet_logs():      # MLflow's INFO lines say nothing a user acts on
+            return 1 if relog(args.results, args.mlflow_uri) else 0
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

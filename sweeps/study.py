@@ -10,6 +10,7 @@ driver's machine ($SBFN_CACHE_DIR or ~/.cache/sbfn_dist) and a copy goes to
 It imports Ray and Optuna: the runner imports it only for `--search optuna`.
 """
 
+import re
 from pathlib import Path
 
 import optuna
@@ -19,6 +20,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import SbfnError
+from sweeps.environment import quiet_libraries
 from sweeps.store import ResultStore
 
 STUDY_FILE = "optuna.db"
@@ -54,7 +56,28 @@ def check_study(store: ResultStore, name: str, resume: bool) -> str:
             f"{store.uri}/{STUDY_FILE})")
         raise SbfnError(f"--resume: the sweep's Optuna study {path} is missing{where}. Put it "
                         "back there, or pass --name for a new sweep")
+    if resume and path.exists():
+        check_readable(path, name)
     return str(path)
+
+
+def check_readable(path: Path, name: str) -> None:
+    """A resumed sweep's study file must hold its study, readable to the last trial: a damaged
+    file (a disk that filled up, a copy cut short) is refused here, in one line, not with a
+    traceback from the searcher once Ray has started."""
+    quiet_libraries()
+    try:
+        optuna.load_study(study_name=name, storage=f"sqlite:///{path}").get_trials(deepcopy=False)
+    except KeyError:
+        reason = f"it holds no study named '{name}'"
+    except Exception as exc:  # noqa: BLE001 - sqlite, SQLAlchemy and Optuna's schema checks
+        text = str(exc).strip()     # SQLAlchemy's first line: "(sqlite3.DatabaseError) why"
+        reason = re.sub(r"^\([\w.]+\) ", "", text.splitlines()[0]) if text else type(exc).__name__
+    else:
+        return
+    raise SbfnError(f"--resume: cannot read the Optuna study file {path} ({reason}). Put back a "
+                    "good copy of it (a finished sweep on remote storage left one beside its "
+                    "results), or pass --name for a new sweep")
 
 
 def where_note(store: ResultStore) -> str:
@@ -68,6 +91,7 @@ def where_note(store: ResultStore) -> str:
 
 def open_study(store: ResultStore, name: str, mode: str, resume: bool, labels: dict):
     """The sweep's study, created (or loaded on --resume) before Tune's searcher loads it."""
+    quiet_libraries()       # no "A new study created" line unless --verbose
     path = study_file(store)
     path.parent.mkdir(parents=True, exist_ok=True)
     storage = optuna.storages.RDBStorage(study_url(store))
@@ -100,7 +124,14 @@ def settle(study, asked: dict, completed: set) -> None:
 
 
 class SweepOptunaSearch(OptunaSearch):
-    """Ray's OptunaSearch on the sweep's study, settled with the study file on Tune's restore."""
+    """Ray's OptunaSearch on the sweep's study, settled with the study file on Tune's restore,
+    and honest about ASHA: a configuration stopped before its last fold is told PRUNED (its
+    running CV mean after each fold kept as intermediate values), never COMPLETE with a mean
+    over fewer folds, so the study's best_trial (and optuna-dashboard) ranks only full CVs."""
+
+    def __init__(self, *args, folds: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._folds = folds          # the folds of a full CV: fewer means stopped early
 
     def restore(self, checkpoint_path: str):
         super().restore(checkpoint_path)
@@ -117,7 +148,8 @@ class SweepOptunaSearch(OptunaSearch):
         sample over instead (its parameters, its value already told), so the study holds each of
         the sweep's samples once rather than --num-samples plus the ones the kill orphaned."""
         owned = {trial.number for trial in self._ot_trials.values()}
-        for trial in self._ot_study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        told = (TrialState.COMPLETE, TrialState.PRUNED)
+        for trial in self._ot_study.get_trials(deepcopy=False, states=told):
             if trial.number not in owned:
                 self._ot_trials[trial_id] = optuna.trial.Trial(self._ot_study, trial._trial_id)
                 self._completed_trials.add(trial_id)
@@ -127,16 +159,37 @@ class SweepOptunaSearch(OptunaSearch):
     # are dropped quietly (OptunaSearch would log a warning for each).
     def on_trial_result(self, trial_id: str, result: dict):
         if trial_id not in self._completed_trials:
-            super().on_trial_result(trial_id, result)
+            self._report(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):
-        if trial_id not in self._completed_trials:
-            super().on_trial_complete(trial_id, result, error)
+        if trial_id in self._completed_trials:
+            return
+        if result and not error:
+            # Tune hands the last result (the one ASHA stopped at, or at max_t) only here.
+            self._report(trial_id, result)
+            if folds_done(result) < self._folds:
+                self._ot_study.tell(self._ot_trials[trial_id], state=TrialState.PRUNED)
+                self._completed_trials.add(trial_id)
+                return
+        super().on_trial_complete(trial_id, result, error)
+
+    def _report(self, trial_id: str, result: dict) -> None:
+        """The running CV mean after k folds as the intermediate value at step k: what ASHA
+        compared, and what optuna-dashboard plots. A step already in the study (a trial rerun
+        after a restore reads its folds back) is left as it is."""
+        trial, step = self._ot_trials[trial_id], folds_done(result)
+        if step not in trial.storage.get_trial(trial._trial_id).intermediate_values:
+            trial.report(result[self.metric], step)
 
 
-def searcher(storage, name: str, seed: int) -> SweepOptunaSearch:
+def folds_done(result: dict) -> int:
+    """The folds a configuration's result covers (a result without the count: its iteration)."""
+    return int(result.get("folds_done", result.get("training_iteration", 0)))
+
+
+def searcher(storage, name: str, seed: int, folds: int) -> SweepOptunaSearch:
     return SweepOptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed), storage=storage,
-                             study_name=name)
+                             study_name=name, folds=folds)
 
 
 def publish_copy(store: ResultStore) -> str | None:

@@ -20,8 +20,13 @@ per call). The callback only queues; one thread applies each logging operation (
 COOLDOWN_S. Operations that did not reach the store are saved in the results directory
 (mlflow-unlogged.json), listed at the end of the sweep, and `python -m sweeps.relog` applies
 them later: results.parquet holds every record either way.
+
+Every tracking URI here is the public one, without a password (what the callback pickles into
+Tune's state, the ledger saves and the sweep prints); MLflow's client alone gets the credentials,
+at the moment it is made and while it works (sweeps/tracking_uri.py, client_environment).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -39,9 +44,11 @@ from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.tasks import TASKS
-from sweeps.environment import defaults_while
+from sweeps.environment import defaults_while, quiet_libraries, values_while
+from sweeps.next_steps import console_script, python_module
 from sweeps.store import ResultStore
 from sweeps.trainable import folds_of, summarise
+from sweeps.tracking_uri import login, mask
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
 MLFLOW_PARAM_CHARS = 6000         # and values up to 6000 characters
@@ -74,13 +81,23 @@ def code_version() -> str:
     return f"{__version__}+{commit}" if commit else __version__
 
 
+@contextlib.contextmanager
+def client_environment(tracking_uri: str):
+    """What MLflow's client reads from the environment while it works for the sweep: the
+    bounded retries (CLIENT_SETTINGS, unless the user set them) and the credentials taken out
+    of --mlflow-uri (sweeps/tracking_uri.py), which MLflow reads at each request."""
+    with defaults_while(CLIENT_SETTINGS), values_while(login(tracking_uri).env):
+        yield
+
+
 def open_experiment(tracking_uri: str, name: str, artifact_location: str | None):
     """Connect (fail fast if unreachable), get or create the sweep's experiment and tag it as
-    model training."""
+    model training. `tracking_uri` is the public one: the client gets the one that logs in."""
     from mlflow import MlflowClient
-    client = MlflowClient(tracking_uri)
+    quiet_libraries()       # no "Creating initial MLflow database tables" unless --verbose
+    client = MlflowClient(login(tracking_uri).uri)
     try:
-        with defaults_while(CLIENT_SETTINGS):
+        with client_environment(tracking_uri):
             experiment = client.get_experiment_by_name(name)
             if experiment is None:
                 return client, client.create_experiment(name, artifact_location=artifact_location,
@@ -98,7 +115,7 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None)
 def first_line(exc: Exception) -> str:
     """The error in a few words: the OS's reason when a connection failed (MLflow wraps it in
     a long retry message), else the first line."""
-    text = str(exc).strip()
+    text = mask(str(exc).strip())      # a database's error may quote its URI
     reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
     if reason:
         return reason.group(1).strip()
@@ -337,7 +354,7 @@ class MLflowSweepLogger(Callback):
         self.queue.put(ops)
 
     def _work(self) -> None:
-        with defaults_while(CLIENT_SETTINGS):
+        with client_environment(self.tracking_uri):
             self._drain()
 
     def _drain(self) -> None:
@@ -380,15 +397,17 @@ class MLflowSweepLogger(Callback):
         print(f"\n[{self.sweep['name']}] MLflow: {len(self.missed)} logging operations did not "
               f"reach {self.tracking_uri} ({self.error}); not logged:\n{describe(ops)}\n"
               "  results.parquet holds every record. Once the tracking store answers, log them "
-              f"with\n    python -m sweeps.relog {self.store.location}\n  (the list: {ledger.path})",
+              f"with\n    {python_module('sweeps.relog', self.store.location)}\n  (the list: "
+              f"{ledger.path})",
               file=out, flush=True)
 
 
 def ui_hint(tracking_uri: str, name: str) -> str:
     """Where the sweep's runs table is in the MLflow UI."""
     if tracking_uri.startswith("sqlite"):
-        return (f"  open the UI: mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 "
-                f"--port 5000\n    then http://127.0.0.1:5000{runs_page(tracking_uri, name)}")
+        ui = console_script("mlflow", "ui", "--backend-store-uri", tracking_uri, "--host",
+                            "127.0.0.1", "--port", "5000")
+        return f"  open the UI: {ui}\n    then http://127.0.0.1:5000{runs_page(tracking_uri, name)}"
     if tracking_uri.startswith("http"):
         return f"  runs table: {tracking_uri.rstrip('/')}{runs_page(tracking_uri, name)}"
     return f"  runs table: the experiment '{name}' (sidebar switch: Model training)"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sweeps.next_steps import python_module
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium
@@ -31,7 +32,7 @@ TINY_MLFLOW = ("--members", "2")      # M=2 x eps in {0, 0.35}, the M = 1 refere
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
 
@@ -100,6 +101,17 @@ def test_each_fold_is_a_step_of_its_own_scores_and_of_the_running_mean(sweep):
 def history(client, run, metric: str) -> tuple[list, list]:
     points = sorted(client.get_metric_history(run.info.run_id, metric), key=lambda m: m.step)
     return [m.step for m in points], [m.value for m in points]
+
+
+def test_the_printed_ui_command_is_the_mlflow_beside_this_interpreter(sweep):
+    """Pasted as printed, it runs this environment's mlflow on the sweep's store."""
+    import shlex
+    outcome, printed = sweep
+    line = next(l for l in printed.splitlines() if "open the UI:" in l)
+    mlflow, *args = shlex.split(line.split("open the UI:", 1)[1])
+    assert os.path.samefile(mlflow, Path(sys.executable).parent / "mlflow")
+    assert args == ["ui", "--backend-store-uri", outcome.tracking_uri, "--host", "127.0.0.1",
+                    "--port", "5000"]
 
 
 # --- the README's instructions, followed in a real MLflow UI ----------------------------------
@@ -213,7 +225,7 @@ def test_a_killed_tracking_server_costs_the_sweep_no_time_and_relog_fills_the_ga
     assert_each_fold_once(results(outcome.root), config_keys(outcome), FOLDS)
     assert outcome.seconds < baseline + 60, timing      # not minutes of retries
     assert "logging operations did not reach" in out and "the sweep's run:" in out, out[-3000:]
-    assert f"python -m sweeps.relog {outcome.root}" in out
+    assert f"\n    {python_module('sweeps.relog', outcome.root)}\n" in out    # runs as pasted
     assert (Path(outcome.root) / "mlflow-unlogged.json").exists()
 
     mlflow_server.start(store, str(store / "artifacts"), port=port, workers=1)

@@ -19,6 +19,7 @@ from tests.sweep_helpers import TINY, run_tiny
 
 pytestmark = pytest.mark.timeout(600)
 SEARCH = ["--search", "optuna", "--no-mlflow", "--competitors", "none"]
+TOLD = (TrialState.COMPLETE, TrialState.PRUNED)     # a full CV, or one ASHA stopped early
 
 
 def trials_of(root, name: str) -> list:
@@ -27,7 +28,7 @@ def trials_of(root, name: str) -> list:
 
 def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     try:
         outcome = run_tiny(tmp_path, *SEARCH, "--num-samples", "3")
     finally:
@@ -35,7 +36,7 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
     study = optuna.load_study(study_name="tiny", storage=outcome.study)
     assert outcome.study == f"sqlite:///{tmp_path}/tiny/optuna.db"
     assert ResultStore(outcome.root).read_spec()["study"] == f"{tmp_path}/tiny/optuna.db"
-    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    done = [t for t in study.trials if t.state in TOLD]     # PRUNED: stopped early by ASHA
     assert len(study.trials) == len(done) == 3
     told = sorted((t.params["n_members"], t.params["epsilon"], t.value) for t in done)
     reported = sorted((r["config"]["n_members"], r["config"]["epsilon"], r["objective"])
@@ -45,8 +46,13 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
     assert f"optuna-dashboard {outcome.study}" in capsys.readouterr().out
 
 
+# Enough samples that the kill comes before the last is told: trials take about a second and
+# run two at a time, and the kill follows the first told trial within a poll (0.2 s).
+SAMPLES = 10
+
+
 def search_command(storage, *extra) -> list[str]:
-    return [sys.executable, "-m", "sweeps.regression", *TINY, *SEARCH, "--num-samples", "4",
+    return [sys.executable, "-m", "sweeps.regression", *TINY, *SEARCH, "--num-samples", str(SAMPLES),
             "--storage", str(storage), "--name", "study", "--num-cpus", "2", *extra]
 
 
@@ -57,7 +63,7 @@ def wait_for_a_told_trial(root, timeout: float = 300) -> None:
     while not list(root.glob("parts/*.parquet")) or not any(
             t.state.is_finished() for t in trials_of(root, "study")):
         assert time.monotonic() < deadline, f"no trial told to the study after {timeout} s"
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def test_a_killed_search_sweep_resumes_the_same_study(tmp_path):
@@ -69,17 +75,17 @@ def test_a_killed_search_sweep_resumes_the_same_study(tmp_path):
     finally:
         os.killpg(driver.pid, signal.SIGKILL)   # the driver and the Ray it started
         driver.wait()
-    before = {t.number: (t.params, t.value) for t in trials_of(root, "study")
-              if t.state == TrialState.COMPLETE}
-    assert 1 <= len(before) < 4
+    before = {t.number: (t.params, t.state, t.value) for t in trials_of(root, "study")
+              if t.state in TOLD}
+    assert 1 <= len(before) < SAMPLES
 
     done = subprocess.run(search_command(tmp_path, "--resume"), env=env, capture_output=True,
                           text=True, timeout=500)
     assert done.returncode == 0, done.stderr[-3000:]
     after = trials_of(root, "study")
-    complete = {t.number: (t.params, t.value) for t in after if t.state == TrialState.COMPLETE}
-    assert {n: complete[n] for n in before} == before   # told before the kill, kept as they were
-    assert len(complete) == 4                           # each of the 4 samples told once
+    told = {t.number: (t.params, t.state, t.value) for t in after if t.state in TOLD}
+    assert {n: told[n] for n in before} == before       # told before the kill, kept as they were
+    assert len(told) == SAMPLES                         # each sample told once
     assert not [t.number for t in after if t.state == TrialState.RUNNING]
 
 
@@ -87,14 +93,14 @@ def test_a_restored_searcher_settles_with_a_study_file_that_ran_ahead(tmp_path):
     """Tune pickles the searcher every ~10 s; the study file changes at every ask and tell."""
     store = ResultStore(str(tmp_path / "s"))
     storage = open_study(store, "s", "min", resume=False, labels={})
-    first = searcher(storage, "s", seed=0)
+    first = searcher(storage, "s", seed=0, folds=3)
     first.set_search_properties("objective", "min", {"a": tune.choice([1, 2, 3])})
     first.suggest("t1"), first.suggest("t2")
     first.save(str(tmp_path / "searcher.pkl"))          # Tune's last save before the kill
     first.on_trial_complete("t1", {"objective": 0.5, "training_iteration": 3})
     first.suggest("t3")                                 # asked after it: no Tune trial owns it
 
-    restored = searcher(storage, "s", seed=0)
+    restored = searcher(storage, "s", seed=0, folds=3)
     restored.restore(str(tmp_path / "searcher.pkl"))
     restored.on_trial_result("t1", {"objective": 9.0, "training_iteration": 1})   # Tune reruns t1
     restored.on_trial_complete("t1", {"objective": 9.0, "training_iteration": 3})
@@ -109,14 +115,14 @@ def test_a_sample_told_after_the_last_save_is_taken_over_not_sampled_again(tmp_p
     and told after Tune's last save): the resumed sweep's next trial takes it over."""
     store = ResultStore(str(tmp_path / "s"))
     storage = open_study(store, "s", "min", resume=False, labels={})
-    first = searcher(storage, "s", seed=0)
+    first = searcher(storage, "s", seed=0, folds=3)
     first.set_search_properties("objective", "min", {"a": tune.uniform(0, 1)})
     first.suggest("t1")
     first.save(str(tmp_path / "searcher.pkl"))          # Tune's last save before the kill
     orphan = first.suggest("t2")
     first.on_trial_complete("t2", {"objective": 0.25, "training_iteration": 3})
 
-    restored = searcher(storage, "s", seed=0)
+    restored = searcher(storage, "s", seed=0, folds=3)
     restored.restore(str(tmp_path / "searcher.pkl"))
     assert restored.suggest("t3") == orphan             # Tune's new trial runs that sample
     restored.on_trial_result("t3", {"objective": 0.3, "training_iteration": 1})
@@ -153,3 +159,44 @@ def test_a_study_file_is_never_inherited_and_never_silently_recreated(tmp_path):
         check_study(store, "s", resume=True)
     store.write_spec({"name": "s"})     # a sweep from before studies were files: Tune holds it
     assert check_study(store, "s", resume=True) == str(study_file(store))
+
+
+@pytest.mark.parametrize("damage", [b"not a database", "truncated"])
+def test_a_damaged_study_file_is_refused_on_resume_in_one_line(tmp_path, damage):
+    store = ResultStore(str(tmp_path / "s"))
+    open_study(store, "s", "min", resume=False, labels={}).get_all_studies()
+    path = study_file(store)
+    data = path.read_bytes()
+    path.write_bytes(data[:3000] if damage == "truncated" else damage)   # a copy cut short
+    with pytest.raises(SbfnError) as refused:
+        check_study(store, "s", resume=True)
+    message = str(refused.value)
+    assert f"cannot read the Optuna study file {path} (" in message and "\n" not in message
+    assert "Put back a good copy of it" in message and "--name for a new sweep" in message
+
+
+def test_a_study_file_of_another_sweep_is_refused_on_resume(tmp_path):
+    store = ResultStore(str(tmp_path / "s"))
+    open_study(store, "other", "min", resume=False, labels={})
+    with pytest.raises(SbfnError, match="holds no study named 's'"):
+        check_study(store, "s", resume=True)
+
+
+def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys):
+    """Through the command: exit 2, one line naming the file, and no Ray started."""
+    import ray
+    from sweeps import regression
+    from sweeps.runner import plan
+    from sweeps.spaces import smoke
+    args = [*TINY, *SEARCH, "--num-samples", "2", "--storage", str(tmp_path), "--name", "dmg"]
+    spec, _, opts = regression.build(args)
+    store = ResultStore(str(tmp_path / "dmg"))
+    store.create()
+    trial_ids = [c["trial_id"] for c in plan(smoke(spec), opts)]     # as its first run wrote
+    store.write_spec({"name": "dmg", "trial_ids": trial_ids,
+                      "study": str(study_file(store))})
+    study_file(store).write_bytes(b"\x00garbage")
+    assert regression.main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --resume: cannot read the Optuna study file") and "\n" not in err
+    assert str(study_file(store)) in err and not ray.is_initialized()

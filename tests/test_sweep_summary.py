@@ -57,3 +57,21 @@ def test_m_reads_as_an_integer_when_competitor_rows_have_none():
             + [row("svm_rbf", 12.0, f, role="competitors", n_members=float("nan")) for f in range(2)])
     text = summary(rows)
     assert "n_members=2 epsilon=0.35" in text and "n_members=2.0" not in text
+
+
+def test_the_printed_report_command_runs_as_pasted_from_where_the_sweep_ran(tmp_path):
+    """The interpreter that ran the sweep (as the README writes it, .venv/bin/python, inside
+    the project), and a path with a space kept whole."""
+    import os
+    import shlex
+    import sys
+    root = str(tmp_path / "my results" / "s")
+    out = io.StringIO()
+    outcome = SweepOutcome(root=root, table=pd.DataFrame(), tracking_uri=None, trials=[],
+                           seconds=1.0)
+    print_summary(outcome, regression_sweep("diabetes", "demo"), SweepOptions(name="s"), out)
+    line = next(l for l in out.getvalue().splitlines() if l.startswith("report:"))
+    python, *args = shlex.split(line.removeprefix("report:"))
+    assert args == ["-m", "analysis.report", root]
+    assert os.path.samefile(python, sys.executable)
+    assert not os.path.isabs(python) or not sys.executable.startswith(os.getcwd())
