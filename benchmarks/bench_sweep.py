@@ -50,7 +50,7 @@ def tune_side(grid: str, concurrent: int, storage: str, run: int) -> tuple[float
     """(end-to-end seconds including Ray start/stop, seconds of the sweep itself)."""
     import ray
     start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     spec, opts = sweep(grid, "--storage", storage, "--name", f"{grid}-{concurrent}-{run}",
                        "--max-concurrent", str(concurrent))
     with open(os.devnull, "w") as quiet:

@@ -1,9 +1,12 @@
-"""Driver-side callbacks: keep results.parquet current and print one progress line.
+"""Driver-side callbacks: record the configurations that failed for good, and print one progress
+line. Neither does work that grows with the sweep at each trial's end: results.parquet is merged
+from the parts once, when the run ends (sweeps/runner.py), and the parts are the table meanwhile.
 
-    [air_quality-regression80] trials 5/22 done, 2 running, 15 pending, 0 failed | folds 61/220 |
-    best rmse 0.312 (sbfn_ls, M10_eps0.35_s0) | 3m05s elapsed, ~8m left
+    [air_quality-regression80] configurations 5/22 done, 2 running, 15 pending, 0 failed |
+    folds 61/220 | best sbfn_ls rmse 0.312 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
 """
 
+import json
 import logging
 import sys
 import time
@@ -13,7 +16,7 @@ from ray.tune import Callback
 from sbfn_dist import records
 from sweeps.spaces import axis_text
 from sweeps.store import ResultStore
-from sweeps.trainable import folds_of
+from sweeps.trainable import PackMatesFailed, error_line, folds_of
 
 
 def _clock(seconds: float) -> str:
@@ -23,42 +26,30 @@ def _clock(seconds: float) -> str:
 
 
 class StoreKeeper(Callback):
-    """Rewrites results.parquet from the parts (at most every `every` s, and at each trial's
-    end); writes a `failed` row for each configuration of a trial that ran out of retries."""
+    """Writes a `failed` row for each configuration of a trial that ran out of retries and
+    misses a fold (a pack-mate that finished every fold keeps its records)."""
 
-    def __init__(self, store: ResultStore, resolve, every: float = 10.0):
-        self.store, self.resolve, self.every = store, resolve, every
-        self.last = 0.0
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        if time.monotonic() - self.last > self.every:
-            self._consolidate()
-
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._consolidate()
+    def __init__(self, store: ResultStore, resolve):
+        self.store, self.resolve = store, resolve
 
     def on_trial_error(self, iteration, trials, trial, **info):
         for config in self.resolve(trial.config):      # each configuration of the pack
-            if all(self.store.has_part(config["trial_id"], f) for f in folds_of(config)):
+            key = config["trial_id"]
+            if all(self.store.has_part(key, f) for f in folds_of(config)):
                 continue  # every fold is in the store: its work is done, whatever Tune says
-            self.store.write_failed(config["trial_id"], records.failed(config, error_text(trial)))
-        self._consolidate()
-
-    def on_experiment_end(self, trials, **info):
-        self._consolidate()
-
-    def _consolidate(self):
-        self.store.consolidate()
-        self.last = time.monotonic()
+            self.store.write_failed(key, records.failed(config, error_text(trial, key)))
 
 
-def error_text(trial) -> str:
-    """The type and last line of the trial's latest error (its traceback: error.txt)."""
+def error_text(trial, key: str = "") -> str:
+    """The type and last line of the trial's latest error (its traceback: error.txt); with a
+    configuration's key, that configuration's own error where several of a pack failed."""
     exc = _last_error(trial)
-    if exc is not None:
-        cause = getattr(exc, "cause", None) or exc
-        return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:500]}"
-    return f"trial failed (its traceback: {trial.path}/error.txt)"
+    if exc is None:
+        return f"trial failed (its traceback: {trial.path}/error.txt)"
+    cause = getattr(exc, "cause", None) or exc
+    if isinstance(cause, PackMatesFailed):
+        return cause.errors.get(key) or str(cause)
+    return error_line(cause)
 
 
 def _last_error(trial):
@@ -97,20 +88,27 @@ class QuietTrialFailures(logging.Filter):
 
 
 class ProgressLine(Callback):
-    """One line per finished fold (at most every `every` seconds) and per finished trial."""
+    """One line at most every `every` seconds while results come in, one per failure, and one at
+    the end. It counts configurations (a Tune trial trains a pack of them); `configurations` is
+    how many the sweep plans (Tune creates its trials as it goes). "best" is the best running CV
+    mean of the sweep's `objective` model (not a competitor's or an M = 1 reference's)."""
 
-    def __init__(self, name: str, total_folds: int, mode: str, every: float = 5.0):
+    def __init__(self, name: str, total_folds: int, mode: str, configurations: int = 0,
+                 objective: str = "", metric: str = "", every: float = 5.0):
         self.name, self.total_folds, self.mode, self.every = name, total_folds, mode, every
+        self.configurations, self.objective, self.metric = configurations, objective, metric
         self.start = time.monotonic()
         self.last = 0.0
         self.folds: dict = {}
         self.computed = 0
+        self.computing: set = set()     # trials that computed a fold in this run
+        self.evidence = False           # a configuration finished computing in this run
         self.max_running = 0
 
     def setup(self, **info):
         # Also after a resume (this object is unpickled then): the rate counts this run only.
         self.start = time.monotonic()
-        self.computed = 0
+        self.computed, self.computing, self.evidence = 0, set(), False
         QuietTrialFailures.install()
 
     def on_step_end(self, iteration, trials, **info):
@@ -119,12 +117,14 @@ class ProgressLine(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self.folds[trial.trial_id] = result.get("folds_done", 0)
-        self.computed += bool(result.get("fold_computed", True))
-        if time.monotonic() - self.last > self.every:
-            self.print(trials)
+        if result.get("fold_computed", True):
+            self.computed += 1
+            self.computing.add(trial.trial_id)
+        self.print(trials, force=False)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self.print(trials)
+        self.evidence |= trial.trial_id in self.computing
+        self.print(trials, force=False)
 
     def on_experiment_end(self, trials, **info):
         self.print(trials)
@@ -136,21 +136,9 @@ class ProgressLine(Callback):
     def on_trial_recover(self, iteration, trials, trial, **info):
         self.print(trials, note=f"trial {trial} failed, retrying it: {error_text(trial)}")
 
-    def _best(self, trials):
-        # Each trial's latest (running CV) objective; trials finished before a --resume report
-        # nothing in this run, so Tune's restored last_result speaks for them.
-        scored = [(v, t) for t in trials if (v := _objective(t)) is not None]
-        if not scored:
-            return None
-        pick = min if self.mode == "min" else max
-        value, trial = pick(scored, key=lambda vt: vt[0])
-        return value, trial.last_result.get("objective_model", ""), _label(trial)
-
-    def _done(self, trials) -> int:
-        return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
-                   for t in trials)
-
-    def print(self, trials, note: str = "") -> None:
+    def print(self, trials, note: str = "", force: bool = True) -> None:
+        if not (force or note) and time.monotonic() - self.last < self.every:
+            return
         self.last = time.monotonic()
         line = self.line(trials)
         if line != getattr(self, "printed", None) or note:
@@ -158,32 +146,89 @@ class ProgressLine(Callback):
         self.printed = line
 
     def line(self, trials) -> str:
-        count = lambda *s: sum(t.status in s for t in trials)  # noqa: E731
+        count = self._count(trials)
         done = self._done(trials)
         elapsed = time.monotonic() - self.start
-        # Folds read back from the store after a resume are instant: the rate counts computed ones.
+        # Folds read back from the store after a resume are instant: the rate counts computed
+        # ones, and only once a configuration has finished here (before, the first folds carry
+        # the workers' start and the rate overstates the time left many times over).
         left = elapsed / self.computed * (self.total_folds - done) \
-            if self.computed and count("RUNNING", "PENDING") else None   # ASHA may stop early
-        best, found = "", self._best(trials)
-        if found:
-            best = f" | best {found[0]:.4g} ({found[1]}, {found[2]})"
-        return (f"[{self.name}] trials {count('TERMINATED')}/{len(trials)} done, "
-                f"{count('RUNNING')} running, {count('PENDING')} pending, {count('ERROR')} failed"
-                f" | folds {done}/{self.total_folds}{best} | {_clock(elapsed)} elapsed"
+            if self.evidence and self.computed and count["running"] + count["pending"] else None
+        found = self._best(trials)
+        best = "" if found is None else \
+            f" | best {' '.join(filter(None, (found[1], self.metric)))} {found[0]:.4g} ({found[2]})"
+        stopped = f"{count['stopped']} stopped early, " if count["stopped"] else ""
+        return (f"[{self.name}] configurations {count['done']}/{count['total']} done, "
+                f"{count['running']} running, {count['pending']} pending, {stopped}"
+                f"{count['failed']} failed | folds {done}/{self.total_folds}{best} | "
+                f"{_clock(elapsed)} elapsed"
                 + (f", ~{_clock(left)} left" if left is not None else ""))
 
+    def _count(self, trials) -> dict:
+        """Configurations done (every fold), running, pending (their trial, or no trial yet),
+        stopped before their last fold (by ASHA, or an interruption) and failed."""
+        count = dict.fromkeys(("done", "running", "pending", "stopped", "failed"), 0)
+        for trial in trials:
+            size = len(_pack(trial))
+            if trial.status in ("TERMINATED", "ERROR"):
+                complete = _complete(trial, size)
+                count["done"] += complete
+                count["failed" if trial.status == "ERROR" else "stopped"] += size - complete
+            else:
+                count["running" if trial.status == "RUNNING" else "pending"] += size
+        known = sum(count.values())
+        count["pending"] += max(0, self.configurations - known)     # no trial made for them yet
+        count["total"] = max(self.configurations, known)
+        return count
 
-def _objective(trial):
-    value = (trial.last_result or {}).get("objective")
-    return None if value is None or value != value else value   # NaN: a diverged trial
+    def _best(self, trials):
+        """(value, model, axes) of the best configuration so far. Each trial's latest running CV
+        means; trials finished before a --resume report nothing in this run, so Tune's restored
+        last_result speaks for them."""
+        scored = [(summary["objective"], summary.get("objective_model", ""), trial, key)
+                  for trial in trials for key, summary in _summaries(trial).items()
+                  if _usable(summary.get("objective"))
+                  and (not self.objective or summary.get("objective_model") == self.objective)]
+        if not scored:
+            return None
+        pick = min if self.mode == "min" else max
+        value, model, trial, key = pick(scored, key=lambda s: s[0])
+        return value, model, _label(trial, key)
+
+    def _done(self, trials) -> int:
+        return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
+                   for t in trials)
 
 
-def _label(trial) -> str:
-    """The axes of the trial's best configuration: the pack member named by its result's
-    objective_key, else the trial's only (or Optuna's sampled) configuration."""
-    params = trial.config.get("trial", {}).get("pack") or [trial.config]
+def _pack(trial) -> list[dict]:
+    """The trial's configurations as the grid gave them (Optuna: its one sampled configuration)."""
+    return trial.config.get("trial", {}).get("pack") or [trial.config]
+
+
+def _summaries(trial) -> dict:
+    """Each configuration's running summary (sweeps.trainable.summarise) by trial key."""
+    return (trial.last_result or {}).get("configs") or {}
+
+
+def _complete(trial, size: int) -> int:
+    """How many of the trial's `size` configurations have every fold (a failed pack-mate, or a
+    configuration stopped early, has not). A finished trial of an older sweep's run, which
+    did not report the folds it planned, counts as complete."""
+    result = trial.last_result or {}
+    if "folds_planned" not in result:
+        return size if trial.status == "TERMINATED" and result else 0
+    return sum(s.get("folds_done") == result["folds_planned"] for s in _summaries(trial).values())
+
+
+def _usable(value) -> bool:
+    return value is not None and value == value      # NaN: a diverged configuration
+
+
+def _label(trial, key: str) -> str:
+    """The axes of the configuration `key` of the trial's pack (by its result's trial_keys),
+    else of the trial's only (or Optuna's sampled) configuration."""
+    params = _pack(trial)
     keys = (trial.last_result or {}).get("trial_keys") or []
-    best = (trial.last_result or {}).get("objective_key")
-    config = params[keys.index(best)] if best in keys and len(keys) == len(params) else params[0]
-    return " ".join(f"{k}={axis_text(v)}" for k, v in config.items()
-                    if not isinstance(v, (list, dict)))
+    config = params[keys.index(key)] if key in keys and len(keys) == len(params) else params[0]
+    return " ".join(f"{k}={json.dumps(v) if isinstance(v, list) else axis_text(v)}"
+                    for k, v in config.items() if not isinstance(v, dict))   # lists as the table

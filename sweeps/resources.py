@@ -1,11 +1,14 @@
-"""Connecting to Ray and checking, before any trial starts, that the cluster can run them.
+"""Connecting to Ray, checking before any trial starts that the cluster can run them, filling
+every trial slot, and stopping on a signal as on Ctrl-C.
 
 A trial asking for a resource no node has stays PENDING forever without an error, so every
 request is checked against what the nodes offer and refused with a clear message.
 """
 
 import os
+import signal
 import socket
+import threading
 import time
 
 from sbfn_dist.errors import SbfnError
@@ -15,20 +18,26 @@ class ResourceError(SbfnError):
     pass
 
 
-def connect(address: str | None, num_cpus: int | None, num_gpus: float) -> tuple[str, str | None]:
+def connect(address: str | None, num_cpus: int | None, num_gpus: float,
+            verbose: bool = False) -> tuple[str, str | None]:
     """Use a running Ray (already initialised here, or at --address), else start one on loopback.
-    Returns where, and the session directory of a Ray started here (None for one not ours)."""
+    Returns where, and the session directory of a Ray started here (None for one not ours).
+    `verbose` (--verbose): Ray's INFO lines too."""
     import ray
+    level = "INFO" if verbose else "ERROR"
     if ray.is_initialized():
         return "the Ray instance already initialised in this process", None
     if address:
         _check_reachable(address)
-        ray.init(address=address, logging_level="ERROR", log_to_driver=True)
+        ray.init(address=address, logging_level=level, log_to_driver=True)
         return f"the Ray cluster at {address}", None
     _check_local_gpus(num_gpus)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # bind 127.0.0.1
-    started = ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-                       logging_level="ERROR")
+    # "local": a new Ray of our own. Without it ray.init joins the cluster named in Ray's temp
+    # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and
+    # refuses num_cpus there.
+    started = ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
+                       include_dashboard=False, logging_level=level)
     return "a local Ray instance on 127.0.0.1", started.address_info["session_dir"]
 
 
@@ -114,3 +123,83 @@ def _explain(nodes: list[dict], cpus: float, gpus: float) -> str:
                 f"{have}). Use --num-gpus 0 to run on CPUs, or add GPU nodes")
     return (f"no node can run a trial needing {cpus:g} CPU and {gpus:g} GPU (nodes: {have}). "
             "Lower --cpus-per-trial / --gpus-per-trial or add larger nodes")
+
+
+# ------------------------------------------------------------------ filling the trial slots
+def filling_slots(scheduler=None):
+    """`scheduler` (Tune's FIFO when None; ASHA is one too) starting, of the pending trials,
+    the first whose own worker is not being started.
+
+    With reuse_actors, a trial that ends leaves its worker to the next pending trial, and Tune
+    then cancels the worker it was starting for that trial. FIFO picks the trial whose worker
+    is starting (it was requested first), so while trials take less time than a worker's start
+    (~2.5 s: torch's import) every second worker is cancelled, and one trial runs at a time
+    whatever the slots (seen: 200 one-configuration trials on 2 CPUs, max 1 running). Picking
+    a trial that waits for resources instead lets the starting worker come up and take a
+    trial of its own. Reads Tune's private state (Ray 2.60): without it, FIFO's choice."""
+    from ray.tune.schedulers import FIFOScheduler
+    scheduler = scheduler or FIFOScheduler()
+    if type(scheduler).choose_trial_to_run is FIFOScheduler.choose_trial_to_run:
+        scheduler.choose_trial_to_run = _first_pending_not_starting
+    return scheduler
+
+
+def _first_pending_not_starting(controller):
+    """FIFO's choice (a pending, else a paused trial), skipping pending trials whose worker is
+    starting unless every pending trial's is (the end of a sweep: the idle worker takes one)."""
+    from ray.tune.schedulers import FIFOScheduler
+    tune = getattr(controller, "_tune_controller", controller)    # past Tune's access wrapper
+    try:
+        live = set(tune._actor_manager.live_actors)
+        starting = {trial for trial, actor in tune._trial_to_actor.items() if actor in live}
+    except AttributeError:       # another Tune: its own choice
+        starting = set()
+    for trial in tune.get_trials():
+        if trial.status == "PENDING" and trial not in starting:
+            return trial
+    return FIFOScheduler.choose_trial_to_run(None, controller)
+
+
+# ------------------------------------------------------------------ signals
+class Interruption:
+    """SIGTERM (a scheduler's time limit, `timeout`, `kill`) and SIGINT stop a sweep as Ctrl-C
+    does: Tune ends its trials and saves its state (finished folds are in the parts), and the
+    sweep then raises KeyboardInterrupt. A second signal interrupts at once.
+
+    ray.init installs Ray's own SIGTERM handler (a C++ stack dump, exit -6), so `arm` comes
+    after it; Tune's graceful stop is its SIGUSR1 handler, installed while Tuner.fit runs (its
+    SIGINT one is switched off: TUNE_DISABLE_SIGINT_HANDLER, runner._fit). The handlers in place
+    before are restored at the end: a notebook keeps its own. Signals reach the main thread
+    only: elsewhere this does nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.received: list[int] = []
+        self.main = threading.current_thread() is threading.main_thread()
+        self.before = {s: signal.getsignal(s) for s in self.SIGNALS} if self.main else {}
+
+    def __enter__(self) -> "Interruption":
+        return self
+
+    def arm(self) -> None:
+        if self.main:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.received.append(signum)
+        stop = signal.getsignal(signal.SIGUSR1)
+        if len(self.received) > 1 or stop is self.before[signal.SIGUSR1] or not callable(stop):
+            raise KeyboardInterrupt       # a second signal, or Tune is not running
+        stop(signum, frame)               # Tune's graceful stop
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a signal stopped the run."""
+        if self.received:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.before.items():
+            if handler is not None:       # None: set outside Python, cannot be put back
+                signal.signal(sig, handler)

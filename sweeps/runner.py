@@ -24,34 +24,41 @@ from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.summary import comparison_table
 from sweeps.claim import Claim, take_over
 from sweeps.environment import ray_environment
+from sweeps.model_names import check_model_names
+from sweeps.next_steps import console_script, installed, python_module
+from sweeps.options import DEFAULTS as DEFAULT, gpu_share
 from sweeps.packing import PACK_MODES, packs
 from sweeps.spaces import SweepSpec, axis_text
 from sweeps.store import ResultStore
+from sweeps.tracking_uri import check_tracking_uri, hide, mask
 from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
 
 
 @dataclass
 class SweepOptions:
     name: str
-    storage: str = "results"            # parent directory or URI; results go to <storage>/<name>
-    address: str | None = None
-    num_cpus: int | None = None         # local Ray only (None: all cores)
-    num_gpus: float = 0
-    cpus_per_trial: float = 1
-    gpus_per_trial: float = 0
-    max_concurrent: int | None = None
-    mlflow_uri: str | None = None
-    mlflow: bool = True
-    resume: bool = False
-    search: str = "grid"
-    num_samples: int = 20
-    search_seed: int = 0
-    objective: str = ""                 # model whose score search and "best" use
-    max_failures: int = 2
-    pack: str = "auto"                  # sweeps.packing: configurations training together
-    node_wait_s: float | None = None    # for a node that fits a trial; None: 0 locally, 600 s
-                                        # on a cluster (its autoscaler may start from no worker)
-    dry_run: bool = False
+    # Defaults: the table of run options (sweeps/options.py), where each is declared once.
+    storage: str = DEFAULT["storage"]       # parent directory or URI; results go to <storage>/<name>
+    address: str | None = DEFAULT["address"]
+    num_cpus: int | None = DEFAULT["num_cpus"]      # local Ray only (None: all cores)
+    num_gpus: float = DEFAULT["num_gpus"]
+    cpus_per_trial: float = DEFAULT["cpus_per_trial"]
+    gpus_per_trial: float | None = DEFAULT["gpus_per_trial"]   # None: options.gpu_share
+    max_concurrent: int | None = DEFAULT["max_concurrent"]
+    mlflow_uri: str | None = DEFAULT["mlflow_uri"]
+    mlflow: bool = DEFAULT["mlflow"]
+    resume: bool = DEFAULT["resume"]
+    search: str = DEFAULT["search"]
+    num_samples: int = DEFAULT["num_samples"]
+    search_seed: int = DEFAULT["search_seed"]
+    objective: str = DEFAULT["objective"]   # model whose score search and "best" use
+    max_failures: int = DEFAULT["max_failures"]
+    pack: str = DEFAULT["pack"]             # sweeps.packing: configurations training together
+    node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
+                                        # locally, 600 s on a cluster (its autoscaler may start
+                                        # from no worker)
+    dry_run: bool = DEFAULT["dry_run"]
+    verbose: bool = DEFAULT["verbose"]      # Ray's, MLflow's and Optuna's INFO lines too
     command: str = ""
     overrides: dict = field(default_factory=dict)
 
@@ -59,8 +66,14 @@ class SweepOptions:
         # As ray.init reads it (a job that `ray job submit` started has it): without it, a
         # local Ray given --num-cpus would be refused by Ray with a traceback.
         self.address = self.address or os.environ.get("RAY_ADDRESS") or None
+        self.gpus_per_trial = gpu_share(self.gpus_per_trial, self.num_gpus)
+        # A password in --mlflow-uri stays in this process (sweeps/tracking_uri.py): what the
+        # sweep prints and stores -- sweep.json, Tune's state, MLflow's params -- never has it.
+        self.mlflow_uri = hide(self.mlflow_uri)
+        self.command = mask(self.command)
 
     def validate(self) -> None:
+        """Every run option (the model names a sweep was given: `plan`)."""
         if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
             raise ConfigError("--gpus-per-trial", self.gpus_per_trial,
                               "a fraction in (0, 1] when --num-gpus > 0 (0.25 packs 4 trials "
@@ -78,6 +91,8 @@ class SweepOptions:
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:
             raise ConfigError("--mlflow-uri", None, "a tracking server URI when --storage is "
                               "remote (e.g. http://127.0.0.1:5000 on the head node), or --no-mlflow")
+        if self.mlflow and self.mlflow_uri:
+            check_tracking_uri(self.mlflow_uri)
 
 
 @dataclass
@@ -111,13 +126,38 @@ def planned_trials(spec: SweepSpec, opts: SweepOptions) -> tuple[list[dict], lis
 
 
 def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
-    """Every trial's full config, validated now so a bad value stops the sweep before Ray."""
+    """Every trial's full config, validated now so a bad value stops the sweep before Ray
+    starts and before its results directory is made (a --resume of no sweep too)."""
+    if opts.resume and result_store(opts).read_spec() is None:
+        raise SbfnError(f"--resume: there is no sweep at {result_store(opts).root} (check --name "
+                        "and --storage)")
+    _note_a_large_grid(spec, opts)
+    check_model_names(spec, shared(spec, opts), opts.name, opts.objective)
     trials, configs = planned_trials(spec, opts)
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):
         raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
     return configs
+
+
+# A grid this large is worth a word before it is planned: each configuration is validated here
+# (about 0.5 ms each on this machine, more than once per run), and Ray Tune's grid generator
+# copies the whole grid once per Ray trial -- 20 s at 2,000 trials, quadratic beyond (measured
+# with ray 2.60's generate_variants; issue 21).
+LARGE_GRID = 2_000
+_noted: set = set()       # (sweep, size): planned again at the run, said once
+
+
+def _note_a_large_grid(spec: SweepSpec, opts: SweepOptions) -> None:
+    size = len(spec.trials())
+    if size < LARGE_GRID or (opts.name, size) in _noted:
+        return
+    _noted.add((opts.name, size))
+    print(f"[{opts.name}] planning {size:,} configurations{' per fold' if spec.per_fold else ''}"
+          f" (Ctrl-C stops it): a grid this large takes minutes to plan and start; --dry-run "
+          "lists its trials without starting, and --search optuna --num-samples N tries N "
+          "points of the same axes", file=sys.stderr, flush=True)
 
 
 def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kind: str) -> None:
@@ -144,7 +184,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     if opts.dry_run:
         print_plan(spec, opts, configs, out)
         return None
-    with ray_environment():     # Ray's settings while the sweep runs (sweeps/environment.py)
+    with ray_environment(opts.verbose):   # Ray's settings, quiet logs (sweeps/environment.py)
         return _run(spec, opts, configs, out)
 
 
@@ -168,15 +208,25 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: Re
         from sweeps.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
-    where = _connect(opts, held)
-    warm.join()
-    store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
-    print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on {where}; "
-          f"results -> {store.root}" + _small_space_note(spec, opts) + _study_note(opts, store),
-          file=out, flush=True)     # a notebook or a log file shows it before the first trial
-    start = time.monotonic()
-    tracking_uri, grid, progress = _fit(spec, opts, store, configs, trial_packs(opts, configs))
-    table = store.consolidate()
+    from sweeps.resources import Interruption
+    from sweeps.store import RESULTS_FILE
+    with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
+        where = _connect(opts, held, interruption)
+        warm.join()
+        store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
+        store.delete(RESULTS_FILE)      # stale once trials run: parts/ is the table meanwhile
+        print(f"[{opts.name}] {_trial_count(opts, configs, trial_packs(opts, configs))} on "
+              f"{where}; results -> {store.root}" + _small_space_note(spec, opts)
+              + _study_note(opts, store),
+              file=out, flush=True)     # a notebook or a log file shows it before the first trial
+        start = time.monotonic()
+        try:
+            tracking_uri, grid, progress = _fit(spec, opts, store, configs,
+                                                trial_packs(opts, configs), interruption)
+        finally:
+            # Once per run, on the way out too (interrupted, failed): never per trial, which
+            # grew with the sweep (docs/benchmarks.md, "Per-trial overhead").
+            table = store.consolidate()
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
                            *_finish_study(opts, store), result_grid=grid)
@@ -195,8 +245,6 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
-    if opts.resume and old is None:
-        raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and --storage)")
     if old and set(old["trial_ids"]) != set(record["trial_ids"]):   # the same trials, any order
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
                         f"(its command: {old.get('command') or '?'}). Resume with the same "
@@ -236,9 +284,10 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     check_data(configs)
 
 
-def _connect(opts: SweepOptions, held: Claim) -> str:
+def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
     from sweeps.resources import check_trial_fits, connect
-    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus)
+    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose)
+    interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
         held.record_ray(session)    # what a kill leaves of it, the next run stops (sweeps/claim.py)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
@@ -265,8 +314,10 @@ def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
 
 
 def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
-         trial_packs_: list[list[int]]):
+         trial_packs_: list[list[int]], interruption):
     from ray import tune
+
+    from sweeps.environment import defaults_while
     base = shared(spec, opts)
     resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
     trainable = tune.with_resources(
@@ -276,7 +327,10 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
     tuner = _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_)
-    results = tuner.fit()
+    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop (sweeps.resources.Interruption)
+    tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
+    with defaults_while(tune_settings):
+        results = _fit_or_interrupted(tuner.fit, interruption)
     if opts.max_failures and _lost_to_a_dead_node(results):
         # Ray Tune can count one node's death twice (the trial's pending result and its actor
         # fail separately; the second failure finds the trial already recovering and ends it
@@ -284,9 +338,33 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
         # so one resume of the errored trials finishes them without recomputing anything.
         print(f"[{opts.name}] a node died under a trial: resuming the errored trials once",
               flush=True)
-        results = tune.Tuner.restore(_tune_dir(store), trainable=trainable,
-                                     resume_errored=True).fit()
+        tuner = tune.Tuner.restore(_tune_dir(store), trainable=trainable, resume_errored=True)
+        with defaults_while(tune_settings):
+            results = _fit_or_interrupted(tuner.fit, interruption)
     return tracking_uri, results, progress
+
+
+def _fit_or_interrupted(fit, interruption):
+    """Tune's results, or KeyboardInterrupt if a signal stopped it: Tune then returns as if it
+    had finished (or fails, if the signal stopped Ray's processes too)."""
+    try:
+        results = fit()
+    except Exception:
+        if interruption.received:
+            raise KeyboardInterrupt from None
+        raise
+    interruption.check()
+    return results
+
+
+def _pending_trials(opts: SweepOptions) -> dict:
+    """Tune keeps one trial of a searcher (Optuna) waiting at a time unless a concurrency limit
+    is set; while that one's worker starts, a finished trial's worker takes it (cancelling the
+    start) and one trial runs at a time. A slot's worth waiting leaves a trial for the free
+    worker (sweeps.resources.filling_slots). Grid search keeps up to 200 waiting already."""
+    if opts.search == "grid" or opts.max_concurrent:
+        return {}
+    return {"TUNE_MAX_PENDING_TRIALS_PG": str(trial_slots(opts))}
 
 
 def _lost_to_a_dead_node(results) -> bool:
@@ -329,7 +407,9 @@ def _callbacks(spec, opts, store, configs, resolve):
     from sweeps.tracking import MLflowSweepLogger
     total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
         opts.num_samples * len(folds_of(configs[0]))
-    progress = ProgressLine(opts.name, total, spec.mode)
+    progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
+                            opts.search == "grid" else opts.num_samples,
+                            objective=opts.objective or spec.objective, metric=metric_of(spec.task))
     callbacks = [StoreKeeper(store, resolve), progress]
     tracking_uri = None
     if opts.mlflow:
@@ -354,8 +434,11 @@ def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
         checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
         # verbose=0 never calls a reporter, but in a notebook Tune would make its Jupyter one,
         # which clears the cell's output as it starts (the plan and first lines vanished).
-        progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=0)
+        # --verbose: Tune's own status tables too.
+        progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=int(opts.verbose))
     tune_config, space = _search(spec, opts, store, configs, trial_packs_)
+    from sweeps.resources import filling_slots
+    tune_config.scheduler = filling_slots(tune_config.scheduler)   # every slot gets a trial
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
@@ -367,7 +450,7 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: li
                   trial_dirname_creator=_trial_name)
     if opts.search == "grid":
         overrides, _ = planned_trials(spec, opts)
-        space = [{"pack": [overrides[i] for i in pack]} for pack in trial_packs_]
+        space = _Shared({"pack": [overrides[i] for i in pack]} for pack in trial_packs_)
         return tune.TuneConfig(**common), {"trial": tune.grid_search(space)}
     from ray.tune.schedulers import ASHAScheduler
     space = {name: tune.choice(list(values)) for name, values in spec.axes.items()}
@@ -377,17 +460,26 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: li
     # part after `grace_period` folds stops early (docs/sweeps.md).
     scheduler = ASHAScheduler(time_attr="training_iteration", max_t=folds,
                               grace_period=min(2, folds), reduction_factor=3) if folds > 2 else None
-    return tune.TuneConfig(**common, search_alg=_searcher(spec, opts, store), scheduler=scheduler,
-                           num_samples=opts.num_samples), space
+    return tune.TuneConfig(**common, search_alg=_searcher(spec, opts, store, folds),
+                           scheduler=scheduler, num_samples=opts.num_samples), space
 
 
-def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore):
+class _Shared(list):
+    """The grid's list of packs, never copied: Tune's variant generator deep-copies the grid
+    spec once per trial it emits, n^2 work (about 5 us x n^2: 20 s at 2,000 trials, hours at
+    30,000, and Tune's Ctrl-C handler is not reached in between). The list is only read."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
     """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/study.py)."""
     from sweeps.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
               "objective": f"CV mean {metric_of(spec.task)} of {opts.objective or 'the best model'}"}
     storage = open_study(store, opts.name, spec.mode, opts.resume, labels)
-    return searcher(storage, opts.name, opts.search_seed)
+    return searcher(storage, opts.name, opts.search_seed, folds)
 
 
 def _trial_name(trial) -> str:
@@ -404,7 +496,7 @@ def _trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) ->
         return f"{opts.num_samples} Optuna trials (no competitors or M = 1 reference)"
     if len(trial_packs_) < len(configs):
         return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack {opts.pack})"
-    return f"{len(configs)} trials"
+    return f"{len(configs)} configurations"
 
 
 def _small_space_note(spec: SweepSpec, opts: SweepOptions) -> str:
@@ -475,7 +567,7 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     rows = table[table["status"] != "failed"] if len(table) else table
     failed = failed_trials(table)
     print(f"\n[{opts.name}] finished in {outcome.seconds / 60:.1f} min: "
-          f"{table['trial_id'].nunique() if len(table) else 0} trials with results, "
+          f"{table['trial_id'].nunique() if len(table) else 0} configurations with results, "
           f"{len(failed)} failed", file=out)
     for trial_id, error in failed.items():
         print(f"  failed: {trial_id}: {error}", file=out)
@@ -485,14 +577,19 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
                                 ["model_params", *axes])
         with pd.option_context("display.width", 200, "display.max_colwidth", 70):
             print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"), file=out)
-    print(f"\nresults:  {outcome.root}/results.parquet", file=out)
+    # Remote storage: the store's root is a path on its filesystem; the user needs the URI.
+    where = result_store(opts).location if "://" in opts.storage else outcome.root
+    print(f"\nresults:  {where}/results.parquet", file=out)
     if outcome.tracking_uri:
         print(f"MLflow:   {outcome.tracking_uri} (experiment '{opts.name}')", file=out)
         from sweeps.tracking import ui_hint
         print(ui_hint(outcome.tracking_uri, opts.name), file=out)
     if outcome.study:
         copy = f"; a copy at {outcome.study_copy}" if outcome.study_copy else ""
+        install = "" if installed("optuna-dashboard") else \
+            f"   (install it: {python_module('pip', 'install', 'optuna-dashboard')})"
         print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "
-              f"optuna-dashboard {outcome.study}   (pip install optuna-dashboard)", file=out)
-    print(f"report:   python -m analysis.report {outcome.root}", file=out)
+              f"{console_script('optuna-dashboard', outcome.study)}{install}", file=out)
+    # Commands as they run when pasted: this interpreter, quoted paths (sweeps/next_steps.py).
+    print(f"report:   {python_module('analysis.report', where)}", file=out)
 

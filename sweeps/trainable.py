@@ -6,7 +6,8 @@ For each fold the trial computes the configurations whose part is not in the sto
 each one's records to the store at once (nothing finished is lost if the driver dies), then
 reports running means per configuration and checkpoints which folds are done. A configuration
 whose fold is already in the store (an earlier attempt, a resumed sweep) is read back, not
-recomputed: retries and --resume work per configuration.
+recomputed: retries and --resume work per configuration. A configuration that raises fails
+alone: its pack-mates finish, as they would in trials of their own (`--pack off`).
 """
 
 import hashlib
@@ -82,7 +83,11 @@ def _quiet_worker_exit(unraisable) -> None:
 def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
                     objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
     """Tune function trainable over one pack (resolve_trial). Never returns a value (Tune's
-    metric lookup)."""
+    metric lookup).
+
+    Pack-mates are independent: a configuration that raises is set aside (its pack-mates go on
+    through every fold), and the trial raises its error at the end, so that Tune retries the
+    trial: the retry reads the others back from the store and recomputes only the failed one."""
     configs = resolve_trial(params, base=base, sweep=sweep)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     sys.unraisablehook = _quiet_worker_exit
@@ -92,27 +97,95 @@ def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
         store.clear_failed(config["trial_id"])
     done = _restored_folds()
     records = {c["trial_id"]: [] for c in configs}
-    for fold in folds_of(configs[0]):           # a pack's configurations share their folds
-        parts = {c["trial_id"]: store.read_part(c["trial_id"], fold) for c in configs}
-        todo = [c for c in configs if parts[c["trial_id"]] is None]
-        for config, part in zip(todo, run_trials([{**c, "fold": fold} for c in todo])):
-            store.write_part(config["trial_id"], fold, part)
-            parts[config["trial_id"]] = part
+    failed: dict = {}                           # trial key -> the exception it raised
+    folds = folds_of(configs[0])                # a pack's configurations share their folds
+    for fold in folds:
+        parts, computed = _fold_parts(store, configs, fold, failed)
+        if not parts:
+            break                               # every configuration failed: nothing to report
         for key, part in parts.items():
             records[key] += part
         done.add(fold)
         # fold_computed tells the progress line which folds cost time (read-backs do not).
         # fold: the fold just done (MLflow logs its own scores at that step).
-        _report({**summarise_pack(records, objective), "fold": fold,
-                 "fold_computed": bool(todo)}, done)
+        _report({**summarise_pack(records, objective), "fold": fold, "folds_planned": len(folds),
+                 "fold_computed": computed}, done)
+    if failed:
+        raise _failure(failed)
+
+
+def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict) -> tuple[dict, bool]:
+    """The records on `fold` of each configuration not in `failed` (trial key -> exception),
+    read back from the store, else computed and written; one that raises joins `failed`.
+    Also: whether any was computed."""
+    parts = {c["trial_id"]: store.read_part(c["trial_id"], fold) for c in configs
+             if c["trial_id"] not in failed}
+    todo = [c for c in configs if c["trial_id"] in parts and parts[c["trial_id"]] is None]
+    for config, part in zip(todo, _run_fold(todo, fold)):
+        key = config["trial_id"]
+        if isinstance(part, Exception):
+            failed[key] = part
+            del parts[key]
+        else:
+            store.write_part(key, fold, part)
+            parts[key] = part
+    return parts, bool(todo)
+
+
+def _run_fold(configs: list[dict], fold) -> list:
+    """Each configuration's records on `fold`, or the exception it raised: the pack trains
+    together, and if that raises, each configuration alone (only then is it known which)."""
+    runs = [{**c, "fold": fold} for c in configs]
+    try:
+        return run_trials(runs)
+    except Exception as exc:  # noqa: BLE001 - a configuration's own error, recorded below
+        if len(runs) == 1:
+            return [exc]
+    return [_alone(run) for run in runs]
+
+
+def _alone(run: dict):
+    try:
+        return run_trials([run])[0]
+    except Exception as exc:  # noqa: BLE001 - this configuration's error, raised at the end
+        return exc
+
+
+class PackMatesFailed(Exception):
+    """Several configurations of a pack raised: each one's error (type: message) by trial key,
+    for the `failed` row of each (sweeps.progress.error_text)."""
+
+    def __init__(self, errors: dict):
+        super().__init__(errors)
+        self.errors = errors
+
+    def __str__(self) -> str:
+        return "; ".join(f"{key}: {error}" for key, error in self.errors.items())
+
+
+def _failure(failed: dict) -> Exception:
+    """What the trial raises: the one configuration's own exception (its traceback in Tune's
+    error.txt), or all of them by key."""
+    if len(failed) == 1:
+        return next(iter(failed.values()))
+    return PackMatesFailed({key: error_line(exc) for key, exc in failed.items()})
+
+
+def error_line(exc: BaseException) -> str:
+    """An error as one line: its type and the last line of its message."""
+    lines = str(exc).strip().splitlines() or [""]
+    return f"{type(exc).__name__}: {lines[-1][:500]}"
 
 
 def summarise_pack(records: dict, objective: str) -> dict:
-    """The pack's result: each configuration's running summary (under "configs", by key), the
-    folds done by all of them together, and the best objective among them (Tune's metric)."""
-    per = {key: summarise(recs, objective) for key, recs in records.items()}
-    task = TASKS[next(iter(records.values()))[0]["task"]]
+    """The pack's result: each configuration's running summary (under "configs", by key; one
+    that failed has none), the folds done by all of them together, and the best objective among
+    them (Tune's metric). trial_keys: every configuration of the pack, in its order."""
+    per = {key: summarise(recs, objective) for key, recs in records.items() if recs}
+    task = TASKS[next(recs for recs in records.values() if recs)[0]["task"]]
     scored = [k for k, s in per.items() if s["objective"] == s["objective"]]   # not NaN
+    # The sweep's objective model where a configuration has it (not an M = 1 reference's mean)
+    scored = [k for k in scored if per[k]["objective_model"] == objective] or scored
     best = min(scored, key=lambda k: task.sign() * per[k]["objective"], default=None)
     return {"configs": per, "trial_keys": list(records),
             "folds_done": sum(s["folds_done"] for s in per.values()),

@@ -133,8 +133,12 @@ class Watch(threading.Thread):
         while not self.done.wait(0.5):
             if ray.is_initialized():       # the sweep connects itself (--address)
                 self.peak_workers = max(self.peak_workers, alive_workers())
-            for part in self.parts.glob("*.parquet"):
-                self.first_seen.setdefault(part, part.stat().st_mtime_ns)
+            self.look()
+        self.look()     # the parts written since the last look (the sweep's last half second)
+
+    def look(self):
+        for part in self.parts.glob("*.parquet"):
+            self.first_seen.setdefault(part, part.stat().st_mtime_ns)
 
     def stop(self):
         self.done.set()
@@ -147,10 +151,13 @@ def test_a_gpu_sweep_adds_workers_runs_each_fold_once_and_its_idle_workers_go(
     watch.start()
     try:
         # A whole logical GPU per trial: each trial needs a worker of its own. Two at once
-        # (--max-concurrent, which also sizes the packs): 6 configurations in 3 trials.
+        # (--max-concurrent, which also sizes the packs): 6 configurations in 3 trials. The
+        # packs' plug-in waits until two workers run trials: trials used to be given a pace
+        # (epochs=20) to outlast the second worker's start, which a fast CPU beat (one at a time).
         outcome = run_tiny(tmp_path, "--address", autoscaling_cluster, "--gpus-per-trial", "1",
-                           "--max-concurrent", "2", "--no-mlflow", "--set", "epochs=20",
-                           name="fake")     # epochs: trials outlast a worker's start
+                           "--max-concurrent", "2", "--no-mlflow", "--set",
+                           "plugin_members=tests.test_sweep_scheduling.WaitsForTwoWorkers",
+                           name="fake")
     finally:
         watch.stop()
     assert "waiting up to 600 s for the cluster's autoscaler" in capsys.readouterr().out

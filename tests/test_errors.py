@@ -32,7 +32,7 @@ def test_a_config_error_raised_in_a_ray_task_reaches_the_caller_as_itself():
     import ray
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")
 
     @ray.remote(num_cpus=0)
     def trial():

@@ -26,7 +26,7 @@ MARGIN = 0.35
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     try:
         yield run_tiny(tmp_path_factory.mktemp("clf"), "--members", "2", name="wine",
                        task="classification")

@@ -269,7 +269,9 @@ def test_a_second_sweep_of_the_same_name_is_refused_while_the_first_runs(tmp_pat
     first = start_driver(tmp_path, "twice", log=log)
     try:
         deadline = time.monotonic() + 300
-        while not (root / "sweep.lock").exists() or not (root / "sweep.lock").read_text():
+        # The first run holds the lock and has started (sweep.json: written once its Ray is
+        # up); before that, a --resume finds no sweep to continue.
+        while not (root / "sweep.json").exists() or not (root / "sweep.lock").read_text():
             assert time.monotonic() < deadline and first.poll() is None, log.read_text()
             time.sleep(0.2)
         ray_before = ray.is_initialized()

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module", autouse=True)
 def ray_with_a_logical_gpu():
     import ray
-    ray.init(num_cpus=4, num_gpus=1, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=4, num_gpus=1, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
 

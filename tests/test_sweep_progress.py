@@ -1,61 +1,114 @@
-"""The progress line after a --resume: trials finished before the kill still count, and the time
-left is estimated from folds computed in this run, not from folds read back from the store.
+"""The progress line: it counts configurations (a Tune trial trains a pack of them), names the
+sweep's objective model and metric in its "best", estimates the time left only from evidence,
+and after a --resume still counts the trials finished before the kill.
 
-Tune hands the callback its restored Trial objects; only `trial_id`, `status`, `last_result` and
-`config` are read, so plain records stand in for them here."""
+Tune hands the callback its (restored) Trial objects; only `trial_id`, `status`, `last_result`
+and `config` are read, so plain records stand in for them here. Their results are made by the
+trainable's own summarise_pack from records."""
 
 from types import SimpleNamespace
 
 from sweeps.progress import ProgressLine
+from sweeps.trainable import summarise_pack
 
 
-def trial(trial_id, status, folds_done=0, objective=None, model="sbfn_ls"):
-    last = {"folds_done": folds_done, "objective": objective, "objective_model": model} \
-        if folds_done else {}
-    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last,
-                           config={"trial": {"pack": [{"n_members": int(trial_id[1:])}]}})
+def record(model: str, rmse: float, fold: int = 0) -> dict:
+    return {"task": "regression", "model": model, "model_params": "{}", "status": "ok",
+            "rmse": rmse, "fold": fold}
 
 
-def resumed_line(computed_results: list[dict], trials) -> str:
-    progress = ProgressLine("sweep", total_folds=30, mode="min")
-    progress.setup()
+def trial(trial_id, status, pack: dict | None = None, folds_done=0, planned=10,
+          computed=True) -> SimpleNamespace:
+    """A Tune trial of a pack: {n_members: {model: rmse}} per configuration (M as its axis),
+    `folds_done` folds each, of `planned` (0 folds: no result yet)."""
+    pack = pack or {int(trial_id[1:]): {"sbfn_ls": 0.5}}
+    records = {f"M{m}_key": [record(model, value, k) for k in range(folds_done)
+                             for model, value in scores.items()] for m, scores in pack.items()}
+    last = {**summarise_pack(records, "sbfn_ls"), "folds_planned": planned,
+            "fold_computed": computed} if folds_done else {}
+    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last, path="/t",
+                           config={"trial": {"pack": [{"n_members": m} for m in pack]}})
+
+
+def progress(configurations: int = 0, total_folds: int = 30) -> ProgressLine:
+    line = ProgressLine("sweep", total_folds=total_folds, mode="min", configurations=configurations,
+                        objective="sbfn_ls", metric="rmse")
+    line.setup()
+    return line
+
+
+def resumed_line(computed_results: list[dict], trials, complete: bool = False) -> str:
+    line = progress()
     running = trials[-1]
     for result in computed_results:
-        running.last_result = result
-        progress.on_trial_result(0, trials, running, result)
-    return progress.line(trials)
+        running.last_result = {**running.last_result, **result}
+        line.on_trial_result(0, trials, running, result)
+    if complete:
+        running.status = "TERMINATED"
+        line.on_trial_complete(0, trials, running)
+    return line.line(trials)
 
 
 def test_folds_and_best_of_trials_finished_before_the_resume_are_counted():
-    finished = trial("M35", "TERMINATED", folds_done=10, objective=0.29)
-    running = trial("M20", "RUNNING")
-    line = resumed_line([{"folds_done": 1, "objective": 0.4, "objective_model": "sbfn_ls",
-                          "fold_computed": True}], [finished, trial("M10", "PENDING"), running])
-    assert "trials 1/3 done, 1 running, 1 pending" in line
+    finished = trial("M35", "TERMINATED", {35: {"sbfn_ls": 0.29}}, folds_done=10)
+    running = trial("M20", "RUNNING", {20: {"sbfn_ls": 0.4}}, folds_done=1)
+    line = resumed_line([{"folds_done": 1, "fold_computed": True}],
+                        [finished, trial("M10", "PENDING"), running])
+    assert "configurations 1/3 done, 1 running, 1 pending" in line
     assert "folds 11/30" in line
-    assert "best 0.29 (sbfn_ls, n_members=35)" in line
+    assert "best sbfn_ls rmse 0.29 (n_members=35)" in line
 
 
-def test_folds_read_back_from_the_store_do_not_speed_up_the_estimate():
-    read_back = [{"folds_done": k, "objective": 0.3, "fold_computed": False} for k in (1, 2, 3)]
-    assert "left" not in resumed_line(read_back, [trial("M5", "RUNNING")])
-    line = resumed_line(read_back + [{"folds_done": 4, "objective": 0.3, "fold_computed": True}],
-                        [trial("M5", "RUNNING")])
+def test_configurations_are_counted_not_packs_and_those_without_a_trial_yet_are_pending():
+    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.4}, 5: {"sbfn_ls": 0.3}, 10: {"sbfn_ls": 0.6}},
+                 folds_done=1)
+    line = progress(configurations=7).line([pack, trial("M1", "PENDING")])
+    assert "configurations 0/7 done, 3 running, 4 pending, 0 failed" in line   # 3 without a trial
+
+
+def test_a_failed_pack_mate_is_counted_failed_and_the_others_done():
+    pack = trial("P0", "ERROR", {2: {"sbfn_ls": 0.4}, 5: {"sbfn_ls": 0.3}}, folds_done=3,
+                 planned=3)
+    pack.last_result["configs"].pop("M5_key")          # it raised: it reported nothing
+    line = progress(configurations=3).line([pack, trial("M9", "TERMINATED", folds_done=3,
+                                                        planned=3)])
+    assert "configurations 2/3 done, 0 running, 0 pending, 1 failed" in line
+
+
+def test_no_time_left_is_estimated_before_a_configuration_has_finished_here():
+    # The first folds carry the workers' start: a 36 s sweep once said "~14 min left".
+    read_back = [{"folds_done": k, "fold_computed": False} for k in (1, 2, 3)]
+    assert "left" not in resumed_line(read_back, [trial("M5", "RUNNING", folds_done=1)])
+    computed = read_back + [{"folds_done": 4, "fold_computed": True}]
+    assert "left" not in resumed_line(computed, [trial("M5", "RUNNING", folds_done=1),
+                                                 trial("M6", "PENDING")])
+    line = resumed_line(computed, [trial("M6", "PENDING"), trial("M5", "RUNNING", folds_done=1)],
+                        complete=True)
     assert "folds 4/30" in line and "left" in line
 
 
+def test_best_is_the_sweeps_objective_never_a_competitor_or_the_m1_reference():
+    competitors = trial("C0", "TERMINATED", {0: {"svm_rbf": 0.1}}, folds_done=10)
+    reference = trial("M1", "TERMINATED", {1: {"arithmetic": 0.2}}, folds_done=10)
+    ensemble = trial("M5", "TERMINATED", {5: {"sbfn_ls": 0.5, "g1": 0.3}}, folds_done=10)
+    line = progress().line([competitors, reference, ensemble])
+    assert "best sbfn_ls rmse 0.5 (n_members=5)" in line
+
+
 def test_a_diverged_trial_is_never_the_best():
-    line = ProgressLine("sweep", total_folds=20, mode="min").line(
-        [trial("M2", "TERMINATED", 10, float("nan")), trial("M5", "TERMINATED", 10, 0.5)])
-    assert "best 0.5 (sbfn_ls, n_members=5)" in line
+    diverged = trial("M2", "TERMINATED", {2: {"sbfn_ls": float("nan")}}, folds_done=10)
+    line = progress(total_folds=20).line([diverged, trial("M5", "TERMINATED", folds_done=10)])
+    assert "best sbfn_ls rmse 0.5 (n_members=5)" in line
 
 
 def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early():
-    progress = ProgressLine("sweep", total_folds=40, mode="min")
-    stopped = trial("M5", "TERMINATED", folds_done=2, objective=0.5)
-    progress.on_trial_result(0, [stopped], stopped, {"folds_done": 2, "fold_computed": True})
-    line = progress.line([stopped])
-    assert "folds 2/40" in line and "left" not in line
+    line = progress(total_folds=40)
+    stopped = trial("M5", "TERMINATED", folds_done=2)
+    line.on_trial_result(0, [stopped], stopped, {"folds_done": 2, "fold_computed": True})
+    line.on_trial_complete(0, [stopped], stopped)
+    text = line.line([stopped])
+    assert "folds 2/40" in text and "left" not in text
+    assert "configurations 0/1 done, 0 running, 0 pending, 1 stopped early, 0 failed" in text
 
 
 def failed_row(tmp_path, config: dict):
@@ -97,12 +150,32 @@ def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings
 
 
 def test_the_best_of_a_pack_is_named_by_its_own_axes():
-    pack = SimpleNamespace(trial_id="p", status="RUNNING", config={"trial": {"pack": [
-        {"n_members": 2, "epsilon": 0.0}, {"n_members": 5, "epsilon": 0.35}]}},
-        last_result={"folds_done": 2, "objective": 0.3, "objective_model": "sbfn_ls",
-                     "trial_keys": ["M2_eps0_x", "M5_eps0.35_y"], "objective_key": "M5_eps0.35_y"})
-    line = ProgressLine("sweep", total_folds=20, mode="min").line([pack])
-    assert "best 0.3 (sbfn_ls, n_members=5 epsilon=0.35)" in line
-    pack.last_result["objective_key"] = "M2_eps0_x"
-    line = ProgressLine("sweep", total_folds=20, mode="min").line([pack])
-    assert "(sbfn_ls, n_members=2 epsilon=0)" in line        # as the end table says it
+    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.4}, 5: {"sbfn_ls": 0.3}}, folds_done=2)
+    assert "best sbfn_ls rmse 0.3 (n_members=5)" in progress().line([pack])
+    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.2}, 5: {"sbfn_ls": 0.3}}, folds_done=2)
+    assert "best sbfn_ls rmse 0.2 (n_members=2)" in progress().line([pack])   # as the table says
+
+
+def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_path):
+    """A pack's trial raises PackMatesFailed when several of its configurations raised (the
+    trainable's error: type and message of each)."""
+    from sweeps.progress import StoreKeeper
+    from sweeps.spaces import regression_sweep
+    from sweeps.store import ResultStore
+    from sweeps.trainable import PackMatesFailed, error_line, folds_of, trial_config
+    base = {**regression_sweep("diabetes", "demo").base, "folds": 2}
+    configs = [trial_config({"n_members": m}, base, "s") for m in (2, 5, 10)]
+    store = ResultStore(str(tmp_path / "s"))
+    store.create()
+    finished = configs[2]["trial_id"]
+    for fold in folds_of(configs[2]):
+        store.write_part(finished, fold, [{"model": "arithmetic", "status": "ok", "rmse": 1.0,
+                                           "plugin_members": "[]"}])
+    errors = {configs[0]["trial_id"]: error_line(ValueError("first\nits own message")),
+              configs[1]["trial_id"]: error_line(KeyError("second"))}
+    pack = SimpleNamespace(config={}, get_pickled_error=lambda: PackMatesFailed(errors))
+    StoreKeeper(store, resolve=lambda params: configs).on_trial_error(0, [pack], pack)
+    table = store.consolidate()
+    rows = table[table["status"] == "failed"].set_index("trial_id")["error"].to_dict()
+    assert rows == {configs[0]["trial_id"]: "ValueError: its own message",
+                    configs[1]["trial_id"]: "KeyError: 'second'"}
