@@ -37,7 +37,7 @@ class ResultsError(ValueError):
 @dataclass
 class SweepInfo:
     name: str
-    path: str                      # as given, or relative to the report (published_location)
+    path: str                      # as given, or as published_location shows it
     n_rows: int
     n_trials: int
     n_trials_expected: int | None = None
@@ -220,11 +220,37 @@ def load_sweep(path, relative_to: Path | None = None) -> tuple[pd.DataFrame, Swe
 
 
 def published_location(given: str, report_dir: Path) -> str:
-    """Where a sweep is, as a published report shows it: a remote URI as given (it names no
-    machine's directory), a local path or file:// URI relative to the report's directory."""
+    """Where a sweep is, as a published report shows it (no path of the machine that ran it):
+    a remote URI as given; a local path relative to the report's directory when both lie in
+    one working tree (`working_tree`); else only the sweep directory's name, since a path
+    climbing out of the tree (to /tmp, another user's home) means nothing on another machine."""
     if is_remote(given):
         return given
-    return os.path.relpath(open_location(given)[1], os.path.abspath(report_dir))
+    local = os.path.abspath(open_location(given)[1])
+    report = os.path.abspath(report_dir)
+    tree = working_tree(report)
+    if _under(local, tree) and _under(report, tree):
+        return os.path.relpath(local, report)
+    parent, stem = os.path.split(local)
+    return os.path.basename(parent) if stem == RESULTS_FILE else stem
+
+
+def working_tree(path: str) -> str:
+    """The git work tree holding `path` (the nearest ancestor with a .git entry), else the
+    working directory: what "the same repository" means for a report's links."""
+    here = path
+    while not os.path.isdir(here):                # the report's directory may not exist yet
+        here = os.path.dirname(here)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        if os.path.dirname(here) == here:
+            return os.getcwd()
+        here = os.path.dirname(here)
+
+
+def _under(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
 
 
 def _own_name(table: pd.DataFrame) -> str:

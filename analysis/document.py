@@ -1,8 +1,15 @@
 """A report as a list of blocks, rendered to Markdown (PNG links) and to one self-contained HTML
-file (PNG embedded as base64). Tables are also written as CSV with their full precision."""
+file (PNG embedded as base64). Tables are also written as CSV with their full precision.
+
+A `Contents` block lists the headings at levels 2 and 3, linked by the anchors GitHub gives
+them in Markdown (`anchors`), which the HTML headings carry as ids. A table marked `detail`
+belongs to the report's closing "Detailed tables" section (report.py puts it there); in the
+HTML every table longer than LONG_ROWS folds into a <details> element, its title still shown.
+"""
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +35,17 @@ class Table:
     data: pd.DataFrame         # written to CSV as is
     view: pd.DataFrame | None = None   # what the report shows (formatted); data when None
     notes: list = field(default_factory=list)
+    detail: bool = False       # shown in the closing "Detailed tables" section
+
+
+@dataclass
+class Contents:
+    """The linked list of the headings (levels 2 and 3), rendered under its own heading."""
+    title: str = "Contents"
+
+
+CONTENTS_LEVELS = (2, 3)
+LONG_ROWS = 25                 # an HTML table with more rows is folded (<details>)
 
 
 @dataclass
@@ -45,8 +63,40 @@ def fmt(v) -> str:
 
 
 def _cells(table: Table) -> pd.DataFrame:
+    """The formatted cells; a wide table's name for its columns (pandas' `columns.name`, e.g.
+    "status" after an unstack) is dropped: HTML would show it as an extra, empty column."""
     view = table.view if table.view is not None else table.data
+    view = view.rename_axis(columns=None)
     return view.map(fmt) if not view.empty else view
+
+
+def slug(text: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped (letters of any
+    script, digits, '_' and '-' kept), spaces to '-'."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def anchors(blocks: list) -> dict:
+    """id(heading block) -> its anchor, numbered as GitHub numbers repeats (x, x-1, x-2)."""
+    seen, out = {}, {}
+    for b in blocks:
+        if isinstance(b, (Heading, Contents)):
+            base = slug(_heading_text(b))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out[id(b)] = base if n == 0 else f"{base}-{n}"
+    return out
+
+
+def _heading_text(b) -> str:
+    return b.title if isinstance(b, Contents) else b.text
+
+
+def contents(blocks: list) -> list:
+    """(level, text, anchor) of every heading the Contents block lists."""
+    ids = anchors(blocks)
+    return [(b.level, b.text, ids[id(b)]) for b in blocks
+            if isinstance(b, Heading) and b.level in CONTENTS_LEVELS]
 
 
 def markdown(blocks: list, out: Path) -> str:
@@ -54,6 +104,10 @@ def markdown(blocks: list, out: Path) -> str:
     for b in blocks:
         if isinstance(b, Heading):
             lines += ["#" * b.level + " " + b.text, ""]
+        elif isinstance(b, Contents):
+            lines += [f"## {b.title}", ""]
+            lines += [f"{'  ' * (level - 2)}- [{text}](#{anchor})"
+                      for level, text, anchor in contents(blocks)] + [""]
         elif isinstance(b, Text):
             lines += [b.text, ""]
         elif isinstance(b, Table):
@@ -81,28 +135,56 @@ def _md_table(df: pd.DataFrame) -> list:
 STYLE = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}td,th{border:1px solid #bbb;
 padding:2px 6px;text-align:right}th{background:#eee}figure{margin:1em 0}img{max-width:100%}
-.notes{font-size:0.85em;color:#444}figcaption{font-size:0.9em}"""
+.notes{font-size:0.85em;color:#444}figcaption{font-size:0.9em}
+summary{margin:0.8em 0;cursor:pointer}"""
 
 
 def html_page(blocks: list, title: str) -> str:
+    ids = anchors(blocks)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{STYLE}</style></head><body>"]
     for b in blocks:
         if isinstance(b, Heading):
-            parts.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
+            parts.append(f"<h{b.level} id='{ids[id(b)]}'>{html.escape(b.text)}</h{b.level}>")
+        elif isinstance(b, Contents):
+            parts.append(_html_contents(b, blocks, ids[id(b)]))
         elif isinstance(b, Text):
             parts.append(f"<p>{html.escape(b.text)}</p>")
         elif isinstance(b, Table):
-            parts.append(f"<h4>{html.escape(b.title)}</h4>")
-            parts.append(_cells(b).to_html(index=False, escape=True) if not _cells(b).empty
-                         else "<p>(no rows)</p>")
-            if b.notes:
-                items = "".join(f"<li>{html.escape(n)}</li>" for n in b.notes)
-                parts.append(f"<ol class='notes'>{items}</ol>")
+            parts.append(_html_table(b))
         elif isinstance(b, Figure):
             parts.append(_html_figure(b))
     parts.append(_IMAGE_CHECK + "</body></html>")
     return "\n".join(parts)
+
+
+def _html_contents(b: Contents, blocks: list, anchor: str) -> str:
+    """Nested lists: each level-3 heading inside the item of the level-2 heading above it."""
+    items = []                                    # (text, anchor, [(text, anchor) of level 3])
+    for level, text, target in contents(blocks):
+        if level == 2 or not items:
+            items.append((text, target, []))
+        else:
+            items[-1][2].append((text, target))
+    link = lambda text, target: f"<a href='#{target}'>{html.escape(text)}</a>"
+    nested = lambda kids: "<ul>" + "".join(f"<li>{link(*k)}</li>" for k in kids) + "</ul>"
+    lis = "".join(f"<li>{link(text, target)}{nested(kids) if kids else ''}</li>"
+                  for text, target, kids in items)
+    return f"<h2 id='{anchor}'>{html.escape(b.title)}</h2><ul class='contents'>{lis}</ul>"
+
+
+def _html_table(b: Table) -> str:
+    """Title, cells and notes; a table longer than LONG_ROWS folds under its title."""
+    cells = _cells(b)
+    body = (cells.to_html(index=False, escape=True) if not cells.empty else "<p>(no rows)</p>")
+    if b.notes:
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in b.notes)
+        body += f"<ol class='notes'>{items}</ol>"
+    title = html.escape(b.title)
+    if len(cells) <= LONG_ROWS:
+        return f"<h4>{title}</h4>{body}"
+    return (f"<details><summary><b>{title}</b> ({len(cells)} rows: click to show)</summary>"
+            f"{body}</details>")
 
 
 def _html_figure(b: Figure) -> str:

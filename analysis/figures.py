@@ -45,9 +45,13 @@ def _need(df: pd.DataFrame, cols, varying=()) -> None:
         raise Skip(f"{flat} take a single value in these results, so there is nothing to compare")
 
 
-def _legend(ax, ncol: int = 3) -> None:
-    """Above the axes, so it never hides data."""
-    ax.legend(ncol=ncol, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7)
+def _legend(ax, ncol: int = 3, last=()) -> None:
+    """Above the axes, so it never hides data; the entries labelled in `last` (reference
+    lines, which matplotlib lists first) after the others."""
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i] in last)
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], ncol=ncol,
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7)
 
 
 def _save(fig, path: Path) -> Path:
@@ -57,8 +61,10 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def by_m_eps(iv: pd.DataFrame, ylabel: str, path: Path, scale: float = 1.0) -> Path:
-    """The metric with its interval for every (M, ε) pair, one series per model (values x scale)."""
+def by_m_eps(iv: pd.DataFrame, ylabel: str, path: Path, scale: float = 1.0,
+             refs: pd.DataFrame | None = None) -> Path:
+    """The metric with its interval for every (M, ε) pair, one series per model (values x scale);
+    `refs` (tables.reference_scores) as horizontal lines to read the ensembles against."""
     if iv.empty:
         raise Skip("no ensemble-combiner rows with status ok")
     pairs = iv[["n_members", "epsilon"]].drop_duplicates().sort_values(["n_members", "epsilon"])
@@ -76,11 +82,28 @@ def by_m_eps(iv: pd.DataFrame, ylabel: str, path: Path, scale: float = 1.0) -> P
             err = scale * np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]])
             ax.errorbar(x, scale * sub["mean"], yerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2,
                         color=colour(model), label=model_label(model))
+        references = reference_lines(ax, refs, scale)
         ax.set_xticks(range(len(pos)), [f"M={m:g}\nε={e:g}" for m, e in pos])
         ax.set_xlabel("(M, ε): number of hypotheses and diversity parameter")
         ax.set_ylabel(ylabel)
-        _legend(ax)
+        _legend(ax, last=references)
         return _save(fig, path)
+
+
+REFERENCE_STYLE = {"competitor": "--", "single network": ":"}
+REFERENCE_LEGEND = {"competitor": "{} (competitor), best configuration",
+                    "single network": "{}, best configuration"}
+
+
+def reference_lines(ax, refs: pd.DataFrame | None, scale: float = 1.0) -> list:
+    """One horizontal line per reference model (dashed: a competitor, dotted: the single
+    network), its legend entry saying what it is; returns those entries."""
+    labels = []
+    for ref in ([] if refs is None else refs.itertuples(index=False)):
+        labels.append(REFERENCE_LEGEND[ref.kind].format(model_label(ref.model)))
+        ax.axhline(scale * ref.mean, color=colour(ref.model), ls=REFERENCE_STYLE[ref.kind],
+                   lw=1.2, label=labels[-1])
+    return labels
 
 
 def accuracy_by(ok: pd.DataFrame, by: str, xlabel: str, path: Path) -> Path:

@@ -1,19 +1,34 @@
 """`python -m analysis.report results/<sweep>|URI [more...] [--out DIR]` -> report.md, a
 self-contained report.html (figures embedded), tables/*.csv and figures/*.png. Works on partial
 sweeps (it says what is missing), on several sweeps at once, on local paths and on the URIs the
-sweeps' --storage takes. Definitions: docs/analysis.md."""
+sweeps' --storage takes. Definitions: docs/analysis.md.
+
+The report opens on its contents and the sweeps read; then each section (regression, image
+ensembles, tabular classification): per data set its figures, then the tables that compare the
+models; the long tables (pairs, per-(M, ε) intervals, configurations, status) close it under
+"Detailed tables". It is built in a temporary directory and copied into --out only once
+complete; an --out that cannot hold it is refused in one line, and nothing is left written.
+"""
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
 from analysis import sections
 from analysis.collect import Results, ResultsError, is_remote, load_results, open_location
-from analysis.document import Heading, Text, html_page, markdown, write_tables
+from analysis.document import Contents, Heading, Table, Text, html_page, markdown, write_tables
 from analysis.stats import TESTS
 
 TITLE = "sbfn-dist results report"
+REPORT_DIRS = ("figures", "tables")
+
+
+class OutError(ValueError):
+    """--out cannot hold the report; the message names the path and the fix."""
 
 
 def by_section(ok) -> dict:
@@ -22,47 +37,123 @@ def by_section(ok) -> dict:
     return {"regression": ok[ok["task"] == "regression"], "image": image, "tabular": tabular}
 
 
-def table_blocks(results: Results, test: str = "t") -> list:
-    """Every table of the report (no figures): bookkeeping, then each section with rows."""
-    blocks = sections.status_blocks(results)
-    rows = by_section(results.ok)
-    if not rows["regression"].empty:
-        blocks += sections.regression_tables(rows["regression"], results.not_ok, test)
-    if not rows["image"].empty:
-        blocks += sections.image_tables(rows["image"], test)
-    if not rows["tabular"].empty:
-        blocks += sections.tabular_tables(rows["tabular"], test)
-    if all(part.empty for part in rows.values()):
-        blocks.append(Text("No row has status ok: there is nothing to summarise yet."))
-    return blocks
+SECTIONS = {"regression": ("Regression", sections.regression_section),
+            "image": ("Image ensembles", sections.image_section),
+            "tabular": ("Tabular classification", sections.tabular_section)}
 
 
-FIGURES = {"regression": sections.regression_figures, "image": sections.image_figures,
-           "tabular": sections.tabular_figures}
-
-
-def figure_blocks(results: Results, figdir: Path) -> list:
-    blocks = [Heading("Figures")]
-    for section, part in by_section(results.ok).items():
+def section_blocks(results: Results, test: str = "t", figdir: Path | None = None) -> list:
+    """Each section with rows: its heading, then its blocks (figures only with a figdir)."""
+    blocks = []
+    for name, part in by_section(results.ok).items():
         if not part.empty:
-            blocks += FIGURES[section](part, figdir)
-    return blocks
+            title, build = SECTIONS[name]
+            blocks += [Heading(title), *build(part, results.not_ok, test, figdir)]
+    return blocks or [Text("No row has status ok: there is nothing to summarise yet.")]
+
+
+def table_blocks(results: Results, test: str = "t") -> list:
+    """Every table of the report, without figures (what benchmarks/bench_report.py times)."""
+    return (sections.overview_blocks(results) + section_blocks(results, test)
+            + sections.status_blocks(results))
+
+
+def document(results: Results, figdir: Path, test: str = "t") -> list:
+    """The whole report: title, contents, sweeps, the sections with their figures and key
+    tables, then the detailed tables under the name of the section each came from."""
+    head = [Heading(TITLE, 1), Text(f"Sweeps: {', '.join(s.name for s in results.sweeps)}. "
+                                    f"Generated {time.strftime('%Y-%m-%d %H:%M')} from "
+                                    f"{len(results.table)} result rows."), Contents()]
+    body, details, section = [], {}, ""
+    for b in sections.overview_blocks(results) + section_blocks(results, test, figdir):
+        if isinstance(b, Heading) and b.level == 2:
+            section = b.text
+        if isinstance(b, Table) and b.detail:
+            details.setdefault(f"{section}: further tables", []).append(b)
+        else:
+            body.append(b)
+    details["Trial status"] = sections.status_blocks(results)
+    closing = [block for title, tables in details.items()
+               for block in (Heading(title, 3), *tables)]
+    return head + body + [Heading("Detailed tables"), *closing]
 
 
 def write_report(paths, out: Path | None = None, test: str = "t") -> Path:
-    """Build the report of one or more results paths or URIs into `out` (default_out)."""
+    """Build the report of one or more results paths or URIs into `out` (default_out).
+
+    Raises ResultsError for results it cannot read and OutError for an `out` it cannot write;
+    either way nothing is written (directories it created are removed again)."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     out = Path(out) if out else default_out(str(paths[0]))
+    check_out(out)
     results = load_results(paths, relative_to=out)
-    out.mkdir(parents=True, exist_ok=True)
-    names = ", ".join(s.name for s in results.sweeps)
-    blocks = [Heading(TITLE, 1), Text(f"Sweeps: {names}. Generated {time.strftime('%Y-%m-%d %H:%M')} "
-                                      f"from {len(results.table)} result rows.")]
-    blocks += table_blocks(results, test) + figure_blocks(results, out / "figures")
-    write_tables(blocks, out)
-    (out / "report.md").write_text(markdown(blocks, out))
-    (out / "report.html").write_text(html_page(blocks, TITLE))
+    made = make_dirs(out)                   # fails here, before any work, where out is unwritable
+    try:
+        with tempfile.TemporaryDirectory(prefix="sbfn-report-") as tmp:
+            build = Path(tmp)
+            blocks = document(results, build / "figures", test)
+            write_tables(blocks, build)
+            (build / "report.md").write_text(markdown(blocks, build))
+            (build / "report.html").write_text(html_page(blocks, TITLE))
+            publish(build, out)
+    except BaseException:
+        _remove(made)
+        raise
     return out
+
+
+def check_out(out: Path) -> None:
+    """Refuse an `out` that is a file, lies under a file, or cannot be written, before any
+    work (os.access cannot tell for root: make_dirs finds out by creating)."""
+    if out.exists() and not out.is_dir():
+        raise OutError(f"--out {out} is an existing file; pass a directory (new or existing) "
+                       "for report.md, report.html, tables/ and figures/")
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not existing.is_dir():
+        raise OutError(f"cannot write the report to {out}: {existing} is a file, not a "
+                       "directory; pass --out a directory path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutError(f"cannot write the report to {out}: {existing} is not writable; pass "
+                       "--out a directory you can write")
+
+
+def make_dirs(out: Path) -> list:
+    """Create out, its missing parents and its report sub-directories; returns those created
+    (for a roll-back), or raises OutError having removed them again."""
+    made = []
+    try:
+        for d in (*reversed(out.parents), out, *(out / s for s in REPORT_DIRS)):
+            if not d.is_dir():
+                d.mkdir()
+                made.append(d)
+    except OSError as exc:
+        _remove(made)
+        raise _unwritable(out, exc) from None
+    return made
+
+
+def publish(build: Path, out: Path) -> None:
+    """Copy the finished report into `out`, each file through a temporary name and an atomic
+    rename, so a reader never sees half a file."""
+    try:
+        for src in sorted(p for p in build.rglob("*") if p.is_file()):
+            dest = out / src.relative_to(build)
+            part = dest.with_name(dest.name + ".part")
+            shutil.copyfile(src, part)
+            os.replace(part, dest)
+    except OSError as exc:
+        raise _unwritable(out, exc) from None
+
+
+def _unwritable(out: Path, exc: OSError) -> OutError:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return OutError(f"cannot write the report to {out} ({where}{exc.strerror or exc}); pass "
+                    "--out a directory you can write")
+
+
+def _remove(made: list) -> None:
+    for d in reversed(made):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def default_out(first: str) -> Path:
@@ -75,7 +166,8 @@ def default_out(first: str) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__,
+                                     allow_abbrev=False)
     parser.add_argument("results", nargs="+", help="results/<sweep> directories, parquet paths, "
                         "or URIs as the sweeps' --storage takes (s3://bucket/prefix/<sweep>)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default: "
@@ -84,7 +176,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         out = write_report(args.results, args.out, args.test)
-    except ResultsError as exc:
+    except (ResultsError, OutError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"report written to {out}/report.md and {out}/report.html")

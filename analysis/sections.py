@@ -1,8 +1,10 @@
-"""The report's sections as blocks: bookkeeping, regression, image ensembles, tabular
-classification.
+"""The report's sections as blocks: the sweeps read, regression, image ensembles, tabular
+classification, and the trials' status.
 
-`*_tables` builds only tables (what the benchmark times); `*_figures` draws the figures for
-the same rows into `figdir`, turning a Skip into a note that says why the figure is missing.
+`*_section(ok, not_ok, test, figdir)` gives a section's blocks: per data set a heading with its
+figures (drawn into `figdir`; none when it is None, as the benchmark times tables only; a Skip
+becomes a note that says why a figure is missing), then the tables comparing the models.
+Tables marked `detail` are moved by report.py to the closing "Detailed tables" section.
 """
 
 import re
@@ -23,9 +25,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", str(text)).strip("_").lower() or "x"
 
 
-def status_blocks(results) -> list:
-    blocks = [Heading("Sweeps and trial status"),
-              Table("sweeps", "Sweeps read", tables.sweep_summary(results.sweeps))]
+def overview_blocks(results) -> list:
+    """The sweeps read, and what is missing from them."""
+    blocks = [Heading("Sweeps"), Table("sweeps", "Sweeps read",
+                                       tables.sweep_summary(results.sweeps),
+                                       notes=tables.NOTES["sweeps"])]
     for s in results.sweeps:
         if s.n_missing:
             blocks.append(Text(f"Partial sweep '{s.name}': {s.n_trials} of {s.n_trials_expected} "
@@ -34,11 +38,20 @@ def status_blocks(results) -> list:
         elif s.n_trials_expected is None:
             blocks.append(Text(f"Sweep '{s.name}' has no sweep.json, so the number of trials it "
                                f"should have is unknown; {s.n_trials} trials were found."))
-    blocks.append(Table("status", "Rows by status", tables.status_counts(results.table),
-                        notes=tables.NOTES["status"]))
+    if not results.not_ok.empty:
+        blocks.append(Text(f"{len(results.not_ok)} rows diverged or failed: they are never "
+                           "averaged in, and the table 'Trials that diverged or failed' under "
+                           "Detailed tables lists them."))
+    return blocks
+
+
+def status_blocks(results) -> list:
+    """Rows by status, and the rows that diverged or failed (both detailed tables)."""
+    blocks = [Table("status", "Rows by status", tables.status_counts(results.table),
+                    notes=tables.NOTES["status"], detail=True)]
     if not results.not_ok.empty:
         blocks.append(Table("problems", "Trials that diverged or failed",
-                            tables.problem_list(results.not_ok)))
+                            tables.problem_list(results.not_ok), detail=True))
     return blocks
 
 
@@ -47,28 +60,34 @@ def _unit(ok: pd.DataFrame) -> str:
     return str(units[0]) if len(units) == 1 else ""
 
 
-def regression_tables(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str) -> list:
-    blocks = [Heading("Regression")]
+def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+                       figdir: Path | None = None) -> list:
+    blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
-        unit = _unit(sub)
-        blocks.append(Heading(f"{dataset}", 3))
-        conf = configurations(sub, metric_of("regression"))
-        q = tables.quartile_table(sub, not_ok, conf=conf)
-        view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
-                  "excluded_rows", "best_config"]].rename(columns={
-            "label": "model", "first_model": "1st model", "std_dev": "Std dev.", "q1": "1st Q",
-            "q3": "3rd Q", "n_configurations": "configs", "excluded_rows": "excluded rows",
-            "best_config": "best configuration"})
-        blocks.append(Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
-                            f"({unit or 'target units'}) over all hyper-parameter configurations",
-                            q, view, tables.NOTES["quartiles"]))
-        iv = tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL, conf=conf)
-        if not iv.empty:
-            blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
-                                f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
-                                tables.m_eps_notes("regression", REGRESSION_LEVEL)))
-    blocks += heterogeneous_blocks(ok, test)
-    blocks += ranking_blocks(ok, "regression", test)
+        blocks += [Heading(f"{dataset}", 3), *regression_figures(sub, figdir),
+                   *regression_tables(sub, not_ok)]
+    return blocks + [Heading("Regression: comparisons", 3), *heterogeneous_blocks(ok, test),
+                     *ranking_blocks(ok, "regression", test)]
+
+
+def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame) -> list:
+    """One data set's quartile table and (M, ε) intervals."""
+    dataset, unit = sub["dataset"].iloc[0], _unit(sub)
+    conf = configurations(sub, metric_of("regression"))
+    q = tables.quartile_table(sub, not_ok, conf=conf)
+    view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
+              "excluded_rows", "best_config"]].rename(columns={
+        "label": "model", "first_model": "1st model", "std_dev": "Std dev.", "q1": "1st Q",
+        "q3": "3rd Q", "n_configurations": "configs", "excluded_rows": "excluded rows",
+        "best_config": "best configuration"})
+    blocks = [Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
+                    f"({unit or 'target units'}) over all hyper-parameter configurations",
+                    q, view, tables.NOTES["quartiles"])]
+    iv = tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL, conf=conf)
+    if not iv.empty:
+        blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
+                            f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
+                            tables.m_eps_notes("regression", REGRESSION_LEVEL), detail=True))
     return blocks
 
 
@@ -94,27 +113,35 @@ def ranking_blocks(ok: pd.DataFrame, task: str, test: str, scope: str = "") -> l
     if test == "wilcoxon":
         notes.append("With n folds the smallest attainable Wilcoxon p is 2/2^n (0.0625 at n = 5).")
     return [Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
-            Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs, notes=notes)]
+            Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs,
+                  notes=notes, detail=True)]
 
 
-def regression_figures(ok: pd.DataFrame, figdir: Path) -> list:
-    blocks = []
-    for dataset, sub in ok.groupby("dataset", sort=True):
-        unit, s = _unit(sub), slug(dataset)
-        blocks.append(_figure(f"rmse_m_eps_{s}", f"{dataset}: RMSE by (M, ε)",
-                              f"Mean test RMSE over folds and its {REGRESSION_LEVEL:.0%} Student-t "
-                              f"interval for the best configuration of each (M, ε) pair, per "
-                              f"combiner.",
-                              lambda p: figures.by_m_eps(
-                                  tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL),
-                                  f"test RMSE{f' ({unit})' if unit else ''}", p),
-                              figdir))
-        blocks.append(_figure(f"rmse_violin_{s}", f"{dataset}: RMSE across configurations",
-                              "Distribution over configurations of each model's mean test RMSE "
-                              "(violin; line: median).",
-                              lambda p: figures.violins(sub, "rmse", f"test RMSE ({unit or 'target units'})", p),
-                              figdir))
-    return blocks
+REFERENCE_LINES = ("Horizontal lines, where the sweep has them: each competitor's (dashed) and "
+                   "the single network's (M = 1, dotted) mean over folds of its best "
+                   "configuration.")
+
+
+def regression_figures(sub: pd.DataFrame, figdir: Path | None) -> list:
+    """One data set's (M, ε) figure (with the competitors and the single network as lines)
+    and violins; none without a figdir."""
+    if figdir is None:
+        return []
+    dataset, unit = sub["dataset"].iloc[0], _unit(sub)
+    s = slug(dataset)
+    draw_m_eps = lambda p: figures.by_m_eps(
+        tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL),
+        f"test RMSE{f' ({unit})' if unit else ''}", p,
+        refs=tables.reference_scores(sub, "regression"))
+    return [_figure(f"rmse_m_eps_{s}", f"{dataset}: RMSE by (M, ε)",
+                    f"Mean test RMSE over folds and its {REGRESSION_LEVEL:.0%} Student-t interval "
+                    f"for the best configuration of each (M, ε) pair, per combiner. "
+                    f"{REFERENCE_LINES}", draw_m_eps, figdir),
+            _figure(f"rmse_violin_{s}", f"{dataset}: RMSE across configurations",
+                    "Distribution over configurations of each model's mean test RMSE "
+                    "(violin; line: median).",
+                    lambda p: figures.violins(sub, "rmse", f"test RMSE ({unit or 'target units'})",
+                                              p), figdir)]
 
 
 def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
@@ -124,18 +151,24 @@ def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
         return Figure(name, title, None, str(why))
 
 
+def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+                  figdir: Path | None = None) -> list:
+    return (dataset_figures(ok, IMAGE_FIGURES, figdir)
+            + [Heading("Image ensembles: comparisons", 3), *image_tables(ok, test)])
+
+
 def image_tables(ok: pd.DataFrame, test: str) -> list:
     acc = it.overall_accuracy(ok)
     best = it.best_configurations(ok)
     eps = it.epsilon_sensitivity(ok)
-    blocks = [Heading("Image ensembles"),
-              Table("accuracy_overall", "Overall test accuracy (%) per data set and architecture mix",
-                    acc, it.overall_view(acc), it.NOTES["overall"]),
+    blocks = [Table("accuracy_overall", "Overall test accuracy (%) per data set and "
+                    "architecture mix", acc, it.overall_view(acc), it.NOTES["overall"]),
               Table("best_configurations", "Best configuration per data set, architecture mix and "
-                    "combiner", best, _best_view(best), it.NOTES["best"]),
-              Table("efficiency", "Efficiency", it.efficiency(ok), None, it.NOTES["efficiency"]),
+                    "combiner", best, _best_view(best), it.NOTES["best"], detail=True),
+              Table("efficiency", "Efficiency", it.efficiency(ok), None, it.NOTES["efficiency"],
+                    detail=True),
               Table("epsilon_sensitivity", "ε-sensitivity: accuracy (%) by ε, heterogeneous vs "
-                    "homogeneous", eps, it.epsilon_view(eps), it.NOTES["eps"])]
+                    "homogeneous", eps, it.epsilon_view(eps), it.NOTES["eps"], detail=True)]
     gain = it.heterogeneity_gain(ok, test)
     if not gain.empty:
         blocks.append(Table("heterogeneity_gain", "Heterogeneous vs homogeneous mixes, paired by "
@@ -148,7 +181,7 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
     diag = it.diagnostics_by_epsilon(ok)
     if not diag.empty:
         blocks.append(Table("diagnostics_epsilon", "Ensemble diagnostics against ε", diag, None,
-                            it.NOTES["diagnostics"]))
+                            it.NOTES["diagnostics"], detail=True))
     return blocks + ranking_blocks(ok, "classification", test)
 
 
@@ -187,14 +220,14 @@ IMAGE_FIGURES = (
 )
 
 
-def image_figures(ok: pd.DataFrame, figdir: Path) -> list:
-    return dataset_figures(ok, IMAGE_FIGURES, figdir)
-
-
-def dataset_figures(ok: pd.DataFrame, specs, figdir: Path) -> list:
-    """Every (name, title, caption, draw(rows, path)) of `specs` for each data set's rows."""
+def dataset_figures(ok: pd.DataFrame, specs, figdir: Path | None) -> list:
+    """Per data set a heading and every (name, title, caption, draw(rows, path)) of `specs`
+    drawn for its rows; only the headings without a figdir."""
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
+        blocks.append(Heading(f"{dataset}", 3))
+        if figdir is None:
+            continue
         for name, title, caption, draw in specs:
             blocks.append(_figure(f"{name}_{slug(dataset)}", f"{dataset}: {title}", caption,
                                   lambda p, d=draw, s=sub: d(s, p), figdir))
@@ -212,21 +245,26 @@ def split_classification(ok: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ok[image], ok[~image]
 
 
+def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+                    figdir: Path | None = None) -> list:
+    return (dataset_figures(ok, TABULAR_FIGURES, figdir)
+            + [Heading("Tabular classification: comparisons", 3), *tabular_tables(ok, test)])
+
+
 def tabular_tables(ok: pd.DataFrame, test: str) -> list:
     acc = it.overall_accuracy(ok, BY_DATASET)
     conf = tables.configuration_table(ok, "classification")
-    blocks = [Heading("Tabular classification"),
-              Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "
+    blocks = [Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "
                     "(ensemble combiners and competitors)", acc,
                     it.overall_view(acc, BY_DATASET, "fold"), it.NOTES["overall_folds"]),
               Table("tabular_accuracy_configurations", "Test accuracy (%) per model and "
                     "configuration, mean ± std across folds", conf, _configuration_view(conf),
-                    tables.NOTES["configurations"])]
+                    tables.NOTES["configurations"], detail=True)]
     iv = tables.interval_by_m_eps(ok, "classification", it.LEVEL)
     if not iv.empty:
         blocks.append(Table("tabular_accuracy_m_eps", f"Mean test accuracy (%) with {it.LEVEL:.0%} "
                             "interval by (M, ε)", iv, _m_eps_view(iv),
-                            tables.m_eps_notes("classification", it.LEVEL)))
+                            tables.m_eps_notes("classification", it.LEVEL), detail=True))
     return blocks + ranking_blocks(ok, "classification", test, "tabular")
 
 
@@ -250,12 +288,10 @@ def _m_eps_view(iv: pd.DataFrame) -> pd.DataFrame:
 
 TABULAR_FIGURES = (
     ("accuracy_m_eps", "accuracy by (M, ε)", f"Mean test accuracy over folds and its {it.LEVEL:.0%} "
-     "Student-t interval for the best configuration of each (M, ε) pair, per combiner.",
+     f"Student-t interval for the best configuration of each (M, ε) pair, per combiner. "
+     f"{REFERENCE_LINES}",
      lambda sub, p: figures.by_m_eps(tables.interval_by_m_eps(sub, "classification", it.LEVEL),
-                                     "test accuracy (%)", p, scale=100)),
+                                     "test accuracy (%)", p, scale=100,
+                                     refs=tables.reference_scores(sub, "classification"))),
     ACCURACY_VIOLIN,
 )
-
-
-def tabular_figures(ok: pd.DataFrame, figdir: Path) -> list:
-    return dataset_figures(ok, TABULAR_FIGURES, figdir)

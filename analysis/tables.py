@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import metric_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width
-from sbfn_dist.records import TASKS
+from sbfn_dist.records import REFERENCE_MODEL, TASKS
 
 ALPHA = 0.05
 
@@ -52,6 +52,12 @@ NOTES = {
         "better). p: paired test across folds of sbfn_rbf against the row; p_holm: Holm's "
         "correction over the data set's tests. With one split (a published test set) there is "
         "no test.",
+    ],
+    "sweeps": [
+        "location: the sweep's results directory relative to this report when both lie in one "
+        "repository (outside any repository: under the working directory the report was made "
+        "from); otherwise only the directory's name, since the path of the machine that ran the "
+        "sweep means nothing elsewhere; a remote URI (s3://...) as given.",
     ],
     "status": [
         "Rows by status. ok rows are analysed; diverged (non-finite training or predictions) and "
@@ -121,6 +127,21 @@ def interval_by_m_eps(ok: pd.DataFrame, task: str = "regression", level: float =
     out = best[cells].assign(mean=best["mean"], ci_low=best["mean"] - half, ci_high=best["mean"] + half,
                              n_folds=best["n_folds"], level=level, config=best["config"])
     return out.sort_values(cells, key=_model_key).reset_index(drop=True)
+
+
+def reference_scores(ok: pd.DataFrame, task: str) -> pd.DataFrame:
+    """What an (M, ε) figure reads the ensembles against: per data set, the best configuration
+    (as the quartile table's 1st model) of every model that is no combiner of the task -- the
+    competitors -- and of the single network (M = 1): its mean metric over folds, kind
+    "competitor" or "single network"."""
+    rows = ok[~ok["model"].isin(TASKS[task].allowed)]
+    if rows.empty:
+        return pd.DataFrame(columns=["dataset", "model", "kind", "mean", "config"])
+    conf = configurations(rows, TASKS[task].metric)
+    best = conf.loc[best_index(conf.groupby(["dataset", "model"], sort=False)["mean"], task)]
+    kind = np.where(best["model"] == REFERENCE_MODEL, "single network", "competitor")
+    out = best[["dataset", "model"]].assign(kind=kind, mean=best["mean"], config=best["config"])
+    return in_model_order(out)
 
 
 def configuration_table(ok: pd.DataFrame, task: str) -> pd.DataFrame:
@@ -230,8 +251,8 @@ def _heterogeneous_rows(ok: pd.DataFrame) -> pd.Series:
     none = pd.Series(False, index=ok.index)
     with_plugins = (ok["plugin_members"].fillna("[]") != "[]") if "plugin_members" in ok else none
     plugin_rows = ok["plugin_tuning"].notna() if "plugin_tuning" in ok else none
-    return ((ok["family"] == "sbfn") & with_plugins) | ((ok["family"] == "competitor")
-                                                        & plugin_rows)
+    family = ok["family"] if "family" in ok else pd.Series("", index=ok.index)   # older tables
+    return ((family == "sbfn") & with_plugins) | ((family == "competitor") & plugin_rows)
 
 
 def _entry(sub: pd.DataFrame) -> pd.Series:

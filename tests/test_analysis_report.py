@@ -5,6 +5,7 @@ inputs, the HTML in a headless browser. The analysis layer's imports: test_analy
 import itertools
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,8 +14,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from analysis import figures, tables
 from analysis.collect import ResultsError, load_results
-from analysis.report import default_out, main, write_report
+from analysis.document import LONG_ROWS, Table, html_page
+from analysis.report import OutError, default_out, main, write_report
 from sbfn_dist.experiment import run_trial
 from tests.browser import chromium
 
@@ -42,6 +45,10 @@ def regression_records() -> list:
         recs += run_trial({"dataset": "diabetes", "folds": 3, "fold": fold, "n_samples": 150,
                            "combiners": [], "competitors": ["svm_rbf"], "sweep": "reg",
                            "trial_id": f"svm-f{fold}"})
+        recs += run_trial({"dataset": "diabetes", "n_members": 1, "epsilon": 0.0, "folds": 3,
+                           "fold": fold, "epochs": 1, "n_samples": 150, "combiners": ["arithmetic"],
+                           "extra": {"role": "reference"}, "sweep": "reg",
+                           "trial_id": f"reference-f{fold}"})      # the sweeps' M = 1 network
     failed = {"sweep": "reg", "trial_id": "m5-e0.3-f0", "dataset": "diabetes", "task": "regression",
               "fold": 0, "seed": 0, "n_members": 5, "status": "failed", "model": None,
               "error": "RuntimeError: worker died (after 3 retries)"}
@@ -74,7 +81,7 @@ def tabular_records() -> list:
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
     base = tmp_path_factory.mktemp("results")
-    reg = write_parts(base / "reg", regression_records(), expected=20)
+    reg = write_parts(base / "reg", regression_records(), expected=23)
     img = write_parts(base / "img", image_records(), expected=None)
     tab = base / "tab"
     tab.mkdir()
@@ -90,18 +97,19 @@ def report(sweeps):
 def test_partial_sweep_counts_found_missing_and_failed(sweeps):
     res = load_results(sweeps[0])
     info = res.sweeps[0]
-    assert (info.n_trials, info.n_trials_expected, info.n_missing) == (16, 20, 4)
+    assert (info.n_trials, info.n_trials_expected, info.n_missing) == (19, 23, 4)
     assert info.status_counts["failed"] == 1 and len(res.not_ok) == 1
 
 
 def test_report_has_every_table_as_csv_and_says_what_is_missing(report):
     md = (report / "report.md").read_text()
-    assert "16 of 20 trials have results; 4 are missing" in md
+    assert "19 of 23 trials have results; 4 are missing" in md
     assert "Sweep 'img' has no sweep.json" in md
     problems = pd.read_csv(report / "tables" / "problems.csv")
     assert problems.loc[0, "trial_id"] == "m5-e0.3-f0" and "worker died" in problems.loc[0, "error"]
     q = pd.read_csv(report / "tables" / "quartiles_diabetes.csv").set_index("model")
-    assert set(q.index) == {"sbfn_ls", "sbfn_ls_linear", "arithmetic", "svm_rbf"}
+    assert set(q.index) == {"sbfn_ls", "sbfn_ls_linear", "arithmetic", "svm_rbf",
+                            "single_network_M1"}
     assert q.loc["sbfn_ls", "n_configurations"] == 8        # M x eps x lambda2
     assert q.loc["arithmetic", "n_configurations"] == 4     # M x eps (lambda2 does not apply)
     for name in ("rmse_m_eps_diabetes", "ranking_rmse", "pairs_accuracy", "accuracy_overall",
@@ -188,14 +196,171 @@ def test_cli_writes_the_report_to_the_out_dir(sweeps, tmp_path, capsys):
     assert "Wilcoxon signed-rank" in (tmp_path / "r" / "report.md").read_text()
 
 
-def test_a_published_report_names_sweeps_by_name_and_relative_location(report, sweeps):
-    base = str(sweeps[0].parent)
+def machine_paths(report: Path, *bases) -> list:
+    """The report's files that show an absolute path of this machine or climb out of it."""
+    written = [p for p in report.rglob("*") if p.suffix in (".md", ".html", ".csv")]
+    assert len(written) > 5
+    return [p.name for p in written for text in [p.read_text()]
+            if any(str(b) in text for b in bases) or "../../" in text]
+
+
+def test_a_report_names_sweeps_outside_its_tree_by_name_alone(report, sweeps):
+    """The module's sweeps lie in pytest's temporary folder: in no repository, not under the
+    working directory; a relative path from the report would climb out into it."""
     summary = pd.read_csv(report / "tables" / "sweeps.csv")
     assert list(summary["sweep"]) == ["reg", "img", "tab"]
-    assert list(summary["location"]) == ["..", "../../img", "../../tab"]   # from reg/report
-    written = [p for p in report.rglob("*") if p.suffix in (".md", ".html", ".csv")]
-    assert len(written) > 20
-    assert [p.name for p in written if base in p.read_text()] == []
+    assert list(summary["location"]) == ["reg", "img", "tab"]
+    assert machine_paths(report, sweeps[0].parent) == []
+
+
+def test_a_sweep_in_the_report_s_repository_is_located_relative_to_it(sweeps, tmp_path,
+                                                                       monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)              # what marks a git work tree
+    inside = repo / "runs" / "tab-copy"
+    shutil.copytree(sweeps[2], inside)
+    monkeypatch.chdir(tmp_path)                      # the working directory plays no part here
+    out = repo / "docs" / "results" / "tab"
+    write_report([inside, sweeps[2]], out)
+    located = pd.read_csv(out / "tables" / "sweeps.csv").set_index("sweep")["location"]
+    assert located.to_dict() == {"tab-copy": "../../../runs/tab-copy", "tab": "tab"}
+    assert (out / located["tab-copy"]).resolve() == inside.resolve()
+
+
+def test_outside_any_repository_the_working_directory_is_the_tree(sweeps, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.chdir(sweeps[2].parent)
+    out = write_report([sweeps[2]], tmp_path / "elsewhere")      # the report outside it
+    assert pd.read_csv(out / "tables" / "sweeps.csv")["location"].tolist() == ["tab"]
+    out = write_report([sweeps[2]])                               # the default, tab/report
+    assert pd.read_csv(out / "tables" / "sweeps.csv")["location"].tolist() == [".."]
+    shutil.rmtree(out)                                            # the module's sweeps stay as made
+
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "results"
+MACHINE_PATH = re.compile(r"(^|[\s|(`'\",])/(tmp|work|home|root|Users|var|mnt)/")
+
+
+@pytest.mark.parametrize("home", sorted(p.parents[1] for p in
+                                         PUBLISHED.glob("*/tables/sweeps.csv")),
+                         ids=lambda p: p.name)
+def test_published_reports_show_no_path_of_the_machine_that_ran_them(home):
+    located = pd.read_csv(home / "tables" / "sweeps.csv")["location"]
+    repository = PUBLISHED.parents[1]
+    for where in located:
+        assert not where.startswith("/"), where
+        climbs = ".." in where.split("/")
+        assert not climbs or (home / where).resolve().is_relative_to(repository), where
+    for name in ("report.md", "report.html", "tables/sweeps.csv"):
+        text = (home / name).read_text()
+        assert not MACHINE_PATH.search(text) and "../../../../" not in text, name
+
+
+MACHINES = ("AMD EPYC", "Intel Xeon", "NVIDIA H100", "NVIDIA H200", "CPU not recorded")
+
+
+def test_every_published_run_names_the_machine_that_measured_it():
+    """docs/results/README.md's runs table: a machine for each run, as its text recorded it."""
+    text = (PUBLISHED / "README.md").read_text()
+    table = text.split("| run | command | wall time | machine | report |")[1].split("\n\n")[0]
+    rows = [row.split(" | ") for row in table.strip().splitlines()[1:]]
+    assert len(rows) >= 20
+    for row in rows:
+        assert len(row) == 5 and row[3].startswith(MACHINES), row[0]
+        assert row[4].endswith("|") and "report.md" in row[4], row[0]
+
+
+@pytest.mark.parametrize("case", ["an existing file", "under a file", "unwritable"])
+def test_an_out_that_cannot_hold_the_report_is_one_line_and_writes_nothing(sweeps, tmp_path,
+                                                                            capsys, case):
+    kept = tmp_path / "notes.txt"
+    kept.write_text("keep me")
+    # /proc takes no new directory, for root too (os.access would say yes to root)
+    out = {"an existing file": kept, "under a file": kept / "report",
+           "unwritable": Path("/proc/sbfn-report")}[case]
+    assert main([str(sweeps[2]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ") and err.count("\n") == 1 and str(out) in err, err
+    assert "--out" in err and "Traceback" not in err
+    assert sorted(tmp_path.iterdir()) == [kept] and kept.read_text() == "keep me"
+    assert not out.exists() or out == kept
+    with pytest.raises(OutError):
+        write_report([sweeps[2]], out)
+
+
+def test_the_report_opens_on_its_contents_and_figures_and_ends_on_the_long_tables(report):
+    md = (report / "report.md").read_text()
+    headings = re.findall(r"^(##+) (.+)$", md, re.M)
+    assert headings[0] == ("##", "Contents") and headings[1] == ("##", "Sweeps")
+    listed = re.findall(r"^( *)- \[(.+)\]\(#(.+)\)$", md.split("\n## Sweeps")[0], re.M)
+    assert [(len(indent) // 2 + 2, text) for indent, text, _ in listed] == \
+        [(len(h), text) for h, text in headings[1:]]
+    anchors = dict((text, anchor) for _, text, anchor in listed)
+    assert anchors["Regression: comparisons"] == "regression-comparisons"   # GitHub's anchors
+    assert anchors["Tabular classification"] == "tabular-classification"
+    html = (report / "report.html").read_text()
+    assert all(f"id='{a}'" in html for a in anchors.values())
+    # each section's figures come before its tables; the long tables close the report
+    assert md.index("![diabetes: RMSE by (M, ε)]") < md.index("tables/quartiles_diabetes.csv")
+    assert md.index("![digits: accuracy by ε]") < md.index("tables/accuracy_overall.csv")
+    details = md.index("\n## Detailed tables")
+    for name in ("pairs_rmse", "pairs_accuracy", "rmse_m_eps_diabetes", "efficiency", "status",
+                 "tabular_accuracy_configurations", "problems"):
+        assert md.index(f"(`tables/{name}.csv`)") > details, name
+    assert md.index("(`tables/ranking_rmse.csv`)") < details
+
+
+def test_html_tables_have_a_header_for_every_column(report):
+    html = (report / "report.html").read_text()
+    assert "<th></th>" not in html
+    for table in re.findall(r"<table.*?</table>", html, re.S):
+        head, body = table.split("</thead>")
+        columns = len(re.findall(r"<th>", head))
+        assert all(len(re.findall(r"<t[dh]>", row)) == columns
+                   for row in re.findall(r"<tr>(.*?)</tr>", body, re.S))
+    status = html.split("<h4>Rows by status</h4>")[1]
+    assert re.search(r"<thead>\s*<tr[^>]*>\s*<th>sweep</th>", status)
+
+
+def test_a_long_table_folds_in_the_html_under_its_title():
+    rows = pd.DataFrame({"a": range(LONG_ROWS + 1)})
+    page = html_page([Table("long", "A long one", rows), Table("short", "A short one", rows[:3])],
+                     "t")
+    assert f"<summary><b>A long one</b> ({LONG_ROWS + 1} rows" in page
+    assert page.count("<details>") == 1 and "<h4>A short one</h4>" in page
+
+
+def test_the_m_eps_figures_draw_the_competitors_and_the_single_network(sweeps, iris, tmp_path,
+                                                                       monkeypatch):
+    drawn = []
+    save = figures._save
+    monkeypatch.setattr(figures, "_save",
+                        lambda fig, path: drawn.append(fig.axes[0]) or save(fig, path))
+    rows = load_results(sweeps[0]).ok
+    figures.by_m_eps(tables.interval_by_m_eps(rows, "regression"), "RMSE", tmp_path / "r.png",
+                     refs=tables.reference_scores(rows, "regression"))
+    raw = pd.concat(pd.read_parquet(p) for p in (sweeps[0] / "results.parquet").glob("*"))
+    svm = raw[raw["model"] == "svm_rbf"].groupby(["model_params", "fold"])["rmse"].mean()
+    single = raw[raw["role"] == "reference"].groupby("fold")["rmse"].mean().mean()  # one config.
+    assert lines_of(drawn[0]) == pytest.approx({
+        "SVM-RBF (competitor), best configuration": svm.groupby(level=0).mean().min(),
+        "Single network (M = 1), best configuration": single})
+    forest = iris[iris["model"] == "random_forest"].groupby(["model_params", "fold"])["accuracy"]
+    rows = load_results(sweeps[2]).ok
+    figures.by_m_eps(tables.interval_by_m_eps(rows, "classification"), "accuracy (%)",
+                     tmp_path / "c.png", scale=100,
+                     refs=tables.reference_scores(rows, "classification"))
+    assert lines_of(drawn[1]) == pytest.approx({
+        "Random forest (competitor), best configuration":
+            100 * forest.mean().groupby(level=0).mean().max()})
+
+
+def lines_of(ax) -> dict:
+    """Legend label -> height of each horizontal line (axhline: constant y across the axes)."""
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    return {line.get_label(): line.get_ydata()[0] for line in ax.get_lines()
+            if line.get_label() in labels and len(set(line.get_ydata())) == 1
+            and list(line.get_xdata()) == [0, 1]}
 
 
 def test_the_report_reads_the_same_uris_as_the_sweeps_storage(sweeps, tmp_path):
@@ -217,7 +382,7 @@ def test_a_sweep_whose_parts_were_never_merged_is_read_from_parts(sweeps, tmp_pa
     (home / "parts" / "half-written.parquet.1a2b.tmp").write_text("not parquet")
     merged, unmerged = load_results(sweeps[0]), load_results(home.as_uri())
     assert len(unmerged.table) == len(merged.table)
-    assert unmerged.sweeps[0].n_trials == merged.sweeps[0].n_trials == 16
+    assert unmerged.sweeps[0].n_trials == merged.sweeps[0].n_trials == 19
 
 
 @pytest.mark.parametrize("case, message", [
