@@ -4,7 +4,7 @@ A sweep's directory (a local path or a URI such as the sweeps' --storage takes: 
 file://) holds `results.parquet`: one file, or a directory of part files (one per finished
 trial); or, before the driver first merged them, only `parts/`; and optionally `sweep.json`
 with the grid and `n_trials_expected`. Rows are `sbfn_dist.experiment.run_trial` records (built
-by `sbfn_dist.records`, whose registry names every column) with the sweep columns `sweep` and
+by `sbfn_dist.settings.records`, whose registry names every column) with the sweep columns `sweep` and
 `trial_id` filled in by the sweeps runner.
 """
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
+from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 
 RESULTS_FILE = "results.parquet"
 PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/store.py)

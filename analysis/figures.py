@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 from analysis.configs import configurations  # noqa: E402
 from analysis.image_tables import split_interval  # noqa: E402
 from analysis.labels import COLOUR_ORDER, ensemble_label, model_label, model_sort_key  # noqa: E402
-from sbfn_dist.records import DIAGNOSTICS  # noqa: E402
+from sbfn_dist.settings.records import DIAGNOSTICS  # noqa: E402
 
 PALETTE = plt.get_cmap("tab20").colors
 LINESTYLES = ("-", "--", ":", "-.")

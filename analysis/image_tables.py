@@ -14,7 +14,7 @@ from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width, t_interval
 from analysis.tables import in_model_order
-from sbfn_dist.records import DIAGNOSTICS, HETEROGENEOUS
+from sbfn_dist.settings.records import DIAGNOSTICS, HETEROGENEOUS
 
 LEVEL = 0.95
 BASE = "base_avg"

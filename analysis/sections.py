@@ -16,7 +16,7 @@ from analysis import figures, image_tables as it, paper_images, tables
 from analysis.configs import configurations
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import model_label
-from sbfn_dist.records import metric_of
+from sbfn_dist.settings.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
 

@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import metric_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width
-from sbfn_dist.records import REFERENCE_MODEL, TASKS
+from sbfn_dist.settings.records import REFERENCE_MODEL, TASKS
 
 ALPHA = 0.05
 

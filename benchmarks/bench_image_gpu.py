@@ -1,9 +1,9 @@
 """Image members on a GPU: the trial's training loop, today's way vs the fast path, side by side.
 
-Both sides run the library's one loop, `sbfn_dist.members.train_cnn_pack`, over the same
+Both sides run the library's one loop, `sbfn_dist.learners.training.train_cnn_pack`, over the same
 random CIFAR-shaped images (3x32x32, 10 classes, crop + flip augmentation on), batch 128 (the
 sweeps' default), Adam, with the two on-the-fly heads a trial trains beside the members (s-BFN
-and MoE, Algorithm 2). They differ only in how the step runs (sbfn_dist.steps):
+and MoE, Algorithm 2). They differ only in how the step runs (sbfn_dist.learners.steps):
 
     today   fp32, eager (the step's kernels launched one by one from Python)
     bf16    bf16 autocast + channels_last, eager
@@ -41,12 +41,12 @@ import torch
 
 from benchmarks.bench_image_members import step_flops
 from benchmarks.common import table, target
-from sbfn_dist import members
-from sbfn_dist.combining import make_head
+from sbfn_dist.learners import training
+from sbfn_dist.combiners.ensembles import make_head
 from sbfn_dist.data.images import DeviceImages, ImageData, _spec, holdout_splits
-from sbfn_dist.fields import defaults
+from sbfn_dist.settings.fields import defaults
 from sbfn_dist.learners.cnn import Ensemble
-from sbfn_dist.members import CNNConfig, ColumnObserver, train_cnn_pack
+from sbfn_dist.learners.training import CNNConfig, ColumnObserver, train_cnn_pack
 
 BATCH, N_CLASSES, EPSILONS = 128, 10, (0.0, 0.1, 0.3, 0.5, 0.8)
 SIDES = {"today": ("fp32", "eager"), "bf16": ("bf16", "eager"), "graph": ("fp32", "cuda_graph"),
@@ -99,7 +99,7 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
                layout=None, compiled: bool = False, batch: int = BATCH) -> dict:
     """member-images/s of one training run of len(epsilons) sets of M members, over the whole
     run and over its steady epochs (2..); `layout` (a torch memory format) overrides the one
-    sbfn_dist.steps picks, for a side that measures it; `compiled`: the members' forward
+    sbfn_dist.learners.steps picks, for a side that measures it; `compiled`: the members' forward
     through torch.compile (tracing inside the time)."""
     precision, engine = SIDES[side]
     cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=batch,
@@ -110,9 +110,9 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    forced = (mock.patch.object(members, "memory_format", lambda *_: layout) if layout
+    forced = (mock.patch.object(training, "memory_format", lambda *_: layout) if layout
               else contextlib.nullcontext())
-    compiling = (mock.patch.object(members, "Ensemble", compiled_ensemble) if compiled
+    compiling = (mock.patch.object(training, "Ensemble", compiled_ensemble) if compiled
                  else contextlib.nullcontext())
     begin = time.perf_counter()
     with forced, compiling:

@@ -16,7 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import cli, compare, median, paired_ratio, seconds, table, threads
-from sbfn_dist.geometry import CrossEntropy
+from sbfn_dist.learners.geometry import CrossEntropy
 from sbfn_dist.learners.registry import build_ensemble, build_member, ensemble_archs
 
 N_CLASSES, EPSILON, STEPS = 10, 0.5, 3

@@ -9,7 +9,7 @@ the rows, ~8092 steps per epoch). The on-the-fly combiners are fitted afterwards
 from sbfn_dist.combiners.online import VARIANTS, OnlineSBFN, fit_online_grid
 import torch
 
-from sbfn_dist.members import MLPConfig, StreamRecorder, train_mlp as train_members
+from sbfn_dist.learners.training import MLPConfig, StreamRecorder, train_mlp as train_members
 
 from benchmarks.common import cli, compare, median, regression_data, seconds, table, threads
 

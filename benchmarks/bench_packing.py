@@ -14,7 +14,7 @@ import torch
 from benchmarks.common import (cli, compare, median, paired_ratio, regression_data, table, target,
                                threads)
 from sbfn_dist.combiners.online import VARIANTS, OnlineSBFN, fit_online_grid, fit_online_streams
-from sbfn_dist.members import MLPConfig, StreamRecorder, train_mlp_pack
+from sbfn_dist.learners.training import MLPConfig, StreamRecorder, train_mlp_pack
 
 PAPER_M, PAPER_EPS = (2, 5, 10, 20, 35), (0.0, 0.1, 0.35, 0.5)
 N_FEATURES, WIDTH, AQ_STEPS, EPOCHS, FOLDS = 11, 50, 8092, 5, 10

@@ -2,7 +2,7 @@
 
 Both sides train M = 5 SimpleCNNs with Adam (lr 1e-3), batch 64, for the same epochs on the
 same normalised training images, and are scored on the same test images. Ours: one member stack
-(`sbfn_dist.members.train_cnn`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly s-BFN head
+(`sbfn_dist.learners.training.train_cnn`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly s-BFN head
 stepping on every batch), batches sliced from device tensors. Theirs: `VotingClassifier`, M
 independent copies trained one after another, each epoch over a torch DataLoader. Our side runs
 at epsilon = 0.5 (the method) and at epsilon = (M-1)/M, where every delta is 1/M: independent
@@ -22,7 +22,7 @@ from benchmarks.common import cli, compare, median, paired_ratio, table, threads
 from sbfn_dist.combiners.classification import SBFNClassifierHead, probability_average
 from sbfn_dist.data.images import DeviceImages, holdout_splits, load_images
 from sbfn_dist.data.sources import find_optional_file
-from sbfn_dist.members import CNNConfig, train_cnn
+from sbfn_dist.learners.training import CNNConfig, train_cnn
 from sbfn_dist.learners.cnn import SimpleCNN
 from sbfn_dist.learners.registry import build_ensemble
 

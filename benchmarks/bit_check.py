@@ -121,7 +121,7 @@ def packed_fold() -> list:
 def estimator_cases() -> dict:
     """name -> predictions (as bit patterns) of a fitted estimator."""
     from sklearn.datasets import load_diabetes, load_digits, load_iris
-    from sbfn_dist.estimators import SBFNClassifier, SBFNRegressor
+    from sbfn_dist.interfaces.estimators import SBFNClassifier, SBFNRegressor
     xr, yr = load_diabetes(return_X_y=True)
     xi, yi = load_iris(return_X_y=True)
     xd, yd = load_digits(return_X_y=True)

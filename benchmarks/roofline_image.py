@@ -1,6 +1,6 @@
 """How fast could the image members' training step be on a GPU? A roofline floor per step.
 
-Runs the library's training step (`sbfn_dist.members._cnn_step`: members forward in bf16 or
+Runs the library's training step (`sbfn_dist.learners.training._cnn_step`: members forward in bf16 or
 fp32, the epsilon-WTA loss, backward, fused Adam, the s-BFN and MoE heads) once on the CPU,
 with the grouped stacks a GPU runs (MemberStack strategy "grouped", channels_last for bf16), and
 records every kernel-level (aten) operation it dispatches: its FLOPs (torch.utils.flop_counter's
@@ -28,10 +28,10 @@ from torch.utils.flop_counter import flop_registry
 
 from benchmarks.bench_image_gpu import BATCH, N_CLASSES, trial_heads
 from benchmarks.common import table
-from sbfn_dist.diversity import SetWeights
+from sbfn_dist.learners.diversity import SetWeights
 from sbfn_dist.learners.registry import build_ensemble
-from sbfn_dist.members import CNNConfig, _cnn_step, make_optimizer
-from sbfn_dist.steps import memory_format
+from sbfn_dist.learners.training import CNNConfig, _cnn_step, make_optimizer
+from sbfn_dist.learners.steps import memory_format
 
 # Datasheet peaks (dense, no sparsity): FLOP/s by the dtype an op computes in, and HBM bytes/s.
 # fp32 convolutions run on the tensor cores as TF32 (cuDNN's default); other fp32 ops do not.

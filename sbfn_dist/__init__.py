@@ -5,14 +5,14 @@ combiners, competitors and tidy result records. No Ray and no MLflow in this pac
 
     from sbfn_dist import run_trial, TrialConfig, SBFNRegressor, SBFNClassifier
 
-The names load on first use, so that `import sbfn_dist.records` (what the analysis layer
+The names load on first use, so that `import sbfn_dist.settings.records` (what the analysis layer
 reads) does not import torch.
 """
 
 __version__ = "0.2.0"
 
-_EXPORTS = {"run_trial": "sbfn_dist.experiment", "TrialConfig": "sbfn_dist.config",
-            "SBFNRegressor": "sbfn_dist.estimators", "SBFNClassifier": "sbfn_dist.estimators"}
+_EXPORTS = {"run_trial": "sbfn_dist.experiment", "TrialConfig": "sbfn_dist.settings.config",
+            "SBFNRegressor": "sbfn_dist.interfaces.estimators", "SBFNClassifier": "sbfn_dist.interfaces.estimators"}
 __all__ = ["__version__", *_EXPORTS]
 
 

@@ -5,6 +5,14 @@ an exception is rebuilt from its constructor's arguments, so a class whose const
 other arguments than the message says which in `__reduce__`.
 """
 
+import difflib
+
+
+def did_you_mean(name: str, known) -> str:
+    """' (did you mean 'epochs'?)' for a near miss of `name` among `known`, else ''."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
 
 class SbfnError(ValueError):
     """Base class: bad input to sbfn-dist. The message names the problem and the fix."""

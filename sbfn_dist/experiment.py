@@ -4,10 +4,10 @@ One loop for every task and data kind:
 
     load -> split -> for each fold: prepare the parts (standardised tables / device images)
          -> train the M members once (MLP or CNN stack; on-the-fly combiners observe)
-         -> fit every combiner setting on those same members (sbfn_dist.combining)
+         -> fit every combiner setting on those same members (sbfn_dist.combiners.ensembles)
          -> run the competitors on the same parts -> one record per (fold, model, setting)
 
-Records are built by sbfn_dist.records (docs/results-table.md). Divergence is a result (status
+Records are built by sbfn_dist.settings.records (docs/results-table.md). Divergence is a result (status
 "diverged"), not a crash.
 """
 
@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sbfn_dist import records
-from sbfn_dist.combining import ENSEMBLES, mlp_config, train_together
-from sbfn_dist.competitors import build_competitor, competitor_configs
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings import records
+from sbfn_dist.combiners.ensembles import ENSEMBLES, mlp_config, train_together
+from sbfn_dist.learners.competitors import build_competitor, competitor_configs
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data import checks
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
-from sbfn_dist.members import PACK_SHARED, TrainingDiverged
-from sbfn_dist.metrics import classification_scores, regression_metrics
+from sbfn_dist.learners.training import PACK_SHARED, TrainingDiverged
+from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
-from sbfn_dist.steps import resolve_engine, resolve_precision
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.learners.steps import resolve_engine, resolve_precision
+from sbfn_dist.settings.tasks import TASKS
 
 
 @dataclass

@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from sbfn_dist.usage import HelpFormatter, add_list_fields
+from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 from sweeps import sweepfile
 from sweeps.api import Sweep, grid_file
 from sweeps.cli import run

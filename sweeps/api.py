@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sbfn_dist.data import catalog
-from sbfn_dist.usage import did_you_mean
+from sbfn_dist.settings import catalog
+from sbfn_dist.errors import did_you_mean
 from sweeps import sweepfile
 from sweeps.options import OPTIONS, into_definition
 from sweeps.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.claim import take_over
 from sweeps.store import ResultStore
 

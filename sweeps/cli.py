@@ -12,7 +12,7 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.usage import HelpFormatter, add_list_fields
+from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 from sweeps.options import add_flags, given
 from sweeps.runner import SweepOptions, failed_trials, result_store, run_sweep
 from sweeps.spaces import smoke

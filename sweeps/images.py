@@ -9,8 +9,8 @@ probability averaging are all evaluated on it. Common options (Ray, storage, MLf
 --set epochs=... n_train=... for a reduced budget): --help.
 """
 
-from sbfn_dist.fields import defaults
-from sbfn_dist.usage import ListOf, bounded
+from sbfn_dist.settings.fields import defaults
+from sbfn_dist.interfaces.usage import ListOf, bounded
 from sweeps.cli import common_parser, options, run
 from sweeps.spaces import IMAGE_ENSEMBLES, image_sweep
 

@@ -4,13 +4,13 @@ by --set, --competitors or a sweep file's settings and axes.
 
 A misspelt objective is no error to the trials (they fall back to their best model), so
 without this check TPE would optimise another model than the one the study records. The names
-a trial may take are the library's (sbfn_dist.tasks: a task's combiners, the estimators
+a trial may take are the library's (sbfn_dist.settings.tasks: a task's combiners, the estimators
 registry); the models a trial computes are its config's fields that name them.
 """
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.tasks import ESTIMATORS, TASKS
-from sbfn_dist.usage import did_you_mean
+from sbfn_dist.settings.tasks import ESTIMATORS, TASKS
+from sbfn_dist.errors import did_you_mean
 from sweeps.trainable import trial_config
 
 # The config fields whose names are the models of a trial's records (sbfn_dist.experiment:

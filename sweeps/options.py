@@ -20,8 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sbfn_dist.cli import parse_assignments
-from sbfn_dist.fields import SEED_LIMIT
+from sbfn_dist.interfaces.cli import parse_assignments
+from sbfn_dist.settings.fields import SEED_LIMIT
 from sweeps.packing import PACK_MODES
 
 

@@ -17,7 +17,7 @@ grouped convolutions get slower per group as groups are added (docs/benchmarks.m
 
 import math
 
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.experiment import pack_key
 
 PACK_MODES = ("auto", "on", "off")

@@ -13,7 +13,7 @@ import time
 
 from ray.tune import Callback
 
-from sbfn_dist import records
+from sbfn_dist.settings import records
 from sweeps.spaces import axis_text
 from sweeps.store import ResultStore
 from sweeps.trainable import PackMatesFailed, error_line, folds_of

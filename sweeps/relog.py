@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.environment import quiet_logs
 from sweeps.store import ResultStore
 from sweeps.tracking import Ledger, SweepTracker, client_environment, describe, first_line

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.config import absolute_paths
+from sbfn_dist.settings.config import absolute_paths
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.fields import field as config_field
-from sbfn_dist.records import REFERENCE_MODEL, metric_of
-from sbfn_dist.summary import comparison_table
+from sbfn_dist.settings.fields import field as config_field
+from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.claim import Claim, take_over
 from sweeps.environment import ray_environment
 from sweeps.model_names import check_model_names

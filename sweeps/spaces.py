@@ -7,17 +7,17 @@ takes seconds, a process start 2.5 s), an image trial runs one holdout split (mi
 Combiner-only settings (λ2, T, η_α, K) are never a trial axis: every trial evaluates all of them
 on the hypotheses it trained once.
 
-Settings the grids do not name are the library's defaults for the trial (sbfn_dist/fields.py),
+Settings the grids do not name are the library's defaults for the trial (sbfn_dist/settings/fields.py),
 so a default lives in one place.
 """
 
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from sbfn_dist.data import catalog
+from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import HETEROGENEOUS, HOMOGENEOUS, defaults
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.settings.fields import HETEROGENEOUS, HOMOGENEOUS, defaults
+from sbfn_dist.settings.tasks import TASKS
 
 # Paper, Table "hyper" (tab:hyperparams).
 PAPER_MEMBERS = (2, 5, 10, 20, 35)

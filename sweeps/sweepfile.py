@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from sbfn_dist.data import catalog
+from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.usage import did_you_mean
+from sbfn_dist.errors import did_you_mean
 from sweeps import options as run_options
 from sweeps.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.runner import SweepOptions, plan

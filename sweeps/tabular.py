@@ -3,11 +3,11 @@
 
 import functools
 
-from sbfn_dist.data import catalog
+from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.fields import defaults
-from sbfn_dist.tasks import TASKS
-from sbfn_dist.usage import ListOf, bounded
+from sbfn_dist.settings.fields import defaults
+from sbfn_dist.settings.tasks import TASKS
+from sbfn_dist.interfaces.usage import ListOf, bounded
 from sweeps.cli import common_parser, options, run
 from sweeps.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
 from sweeps.sweepfile import dataset_label

@@ -42,8 +42,8 @@ from ray.tune import Callback
 
 from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.records import REFERENCE_MODEL, metric_of
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.settings.tasks import TASKS
 from sweeps.environment import defaults_while, quiet_libraries, values_while
 from sweeps.next_steps import console_script, python_module
 from sweeps.store import ResultStore

@@ -18,9 +18,9 @@ import re
 import sys
 import tempfile
 
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.experiment import run_trials
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.settings.tasks import TASKS
 from sweeps.spaces import axis_text
 from sweeps.store import ResultStore
 

@@ -12,7 +12,7 @@ HEAVY = ("torch", "ray", "sklearn")
 
 
 def test_the_report_imports_neither_torch_nor_ray_nor_sklearn():
-    code = ("import sys, analysis.report, analysis.appendix; "
+    code = ("import sys, analysis.report, analysis.basis_comparison; "
             f"print(sorted(set({HEAVY!r}) & {{m.split('.')[0] for m in sys.modules}}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
@@ -37,5 +37,5 @@ def test_analysis_imports_only_the_records_module_of_the_library():
     files = sorted((ROOT / "analysis").glob("*.py"))
     assert len(files) > 5
     used = {f.name: library_imports(f) for f in files}
-    assert {name: mods for name, mods in used.items() if set(mods) - {"sbfn_dist.records"}} == {}
+    assert {name: mods for name, mods in used.items() if set(mods) - {"sbfn_dist.settings.records"}} == {}
     assert any(used.values())       # the scan sees the imports that are there

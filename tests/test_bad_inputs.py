@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
-from sbfn_dist.cli import main as trial_command
+from sbfn_dist.interfaces.cli import main as trial_command
 from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
 from sweeps.images import main_for

@@ -7,7 +7,7 @@ from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead,
                                                 logit_average, probability_average,
                                                 tune_temperature)
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.geometry import CrossEntropy
+from sbfn_dist.learners.geometry import CrossEntropy
 
 
 def separable(n=600, m=3, c=4, signal=3.0, seed=0):

@@ -1,12 +1,12 @@
-"""TrialConfig: validated from the one settings table (sbfn_dist.fields); a field that does not
+"""TrialConfig: validated from the one settings table (sbfn_dist.settings.fields); a field that does not
 apply to the trial is refused, never silently ignored and recorded as if used."""
 
 import pickle
 
 import pytest
 
-from sbfn_dist import fields
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings import fields
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.experiment import run_trial
 

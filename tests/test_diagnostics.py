@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from sbfn_dist import diagnostics as dg
-from sbfn_dist.geometry import CrossEntropy, SquaredLoss
+from sbfn_dist.evaluation import diagnostics as dg
+from sbfn_dist.learners import cost
+from sbfn_dist.learners.geometry import CrossEntropy, SquaredLoss
 
 
 def softmax(z):
@@ -206,14 +207,14 @@ def test_ece_by_hand_over_two_bins():
 
 def test_flops_of_a_linear_layer_per_example():
     model = torch.nn.Linear(10, 5)
-    assert dg.flops_per_example(model, torch.randn(4, 10)) == 2 * 10 * 5
-    assert dg.count_parameters(model) == 10 * 5 + 5
+    assert cost.flops_per_example(model, torch.randn(4, 10)) == 2 * 10 * 5
+    assert cost.count_parameters(model) == 10 * 5 + 5
 
 
 def test_flops_restore_training_mode_and_leave_batchnorm_stats_alone():
     model = torch.nn.Sequential(torch.nn.Linear(10, 5), torch.nn.BatchNorm1d(5))
     before = model[1].running_mean.clone()
-    dg.flops_per_example(model, torch.randn(8, 10) + 3.0)
+    cost.flops_per_example(model, torch.randn(8, 10) + 3.0)
     assert model.training
     assert torch.equal(model[1].running_mean, before)
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from sbfn_dist.diversity import wta_weights
+from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
 
 

@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
-from sbfn_dist.estimators import FitDivergedError
+from sbfn_dist.interfaces.estimators import FitDivergedError
 from sweeps.claim import SweepBusy
 from sweeps.resources import ResourceError
 from sweeps.store import StorageError

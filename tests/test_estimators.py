@@ -1,4 +1,4 @@
-"""Specification of sbfn_dist.estimators: SBFNRegressor (tables) and SBFNClassifier (tables and
+"""Specification of sbfn_dist.interfaces.estimators: SBFNRegressor (tables) and SBFNClassifier (tables and
 images) as scikit-learn estimators. Learning is judged against the trivial predictor on the same
 held-out rows (the training mean, the majority class), by a stated margin."""
 
@@ -18,8 +18,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sbfn_dist import SBFNClassifier, SBFNRegressor
 from sbfn_dist.errors import ConfigError, DataError
-from sbfn_dist.estimators import COMBINERS, PARAMETERS, FitDivergedError
-from sbfn_dist.fields import defaults
+from sbfn_dist.interfaces.estimators import COMBINERS, PARAMETERS, FitDivergedError
+from sbfn_dist.settings.fields import defaults
 
 FAST = dict(epochs=5, n_members=3, width=16)
 # 20 epochs: the on-the-fly s-BFN head then passes check_classifiers_train (accuracy > 0.83) with

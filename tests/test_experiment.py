@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from sbfn_dist import combining, records
+from sbfn_dist.combiners import ensembles
+from sbfn_dist.settings import records
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.experiment import run_trial, run_trials
-from sbfn_dist.tasks import CLASSIFICATION_COMBINERS, COMPETITORS, REGRESSION_COMBINERS
+from sbfn_dist.settings.tasks import CLASSIFICATION_COMBINERS, COMPETITORS, REGRESSION_COMBINERS
 
 QUICK = {"n_members": 3, "epsilon": 0.35, "width": 16, "epochs": 2, "batch_size": 8,
          "lambda2": [0.0, 3.0], "competitors": list(COMPETITORS), "competitor_grid": "default"}
@@ -67,8 +68,8 @@ def test_members_are_trained_once_per_fold_for_every_combiner(monkeypatch):
     """Combiner-only settings never retrain: one member training per fold, whatever the
     number of combiners and lambda2 values."""
     calls = []
-    real = combining.train_mlp_pack
-    monkeypatch.setattr(combining, "train_mlp_pack", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = ensembles.train_mlp_pack
+    monkeypatch.setattr(ensembles, "train_mlp_pack", lambda *a, **k: calls.append(1) or real(*a, **k))
     out = run_trial(dict(QUICK, dataset="diabetes", folds=3, competitors=[],
                          competitor_grid=None, lambda2=[0.0, 1.0, 3.0]))
     assert len(calls) == 3 and len(out) == 3 * (5 * 3 + 1)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.geometry import GEOMETRIES, CrossEntropy, SquaredLoss, get_geometry
+from sbfn_dist.learners.geometry import GEOMETRIES, CrossEntropy, SquaredLoss, get_geometry
 
 
 def softmax(z):

@@ -13,13 +13,13 @@ from sklearn.model_selection import cross_val_predict
 from sbfn_dist.combiners.basis import KMeansBasis
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
 from sbfn_dist.combiners.stacking import SBFNRBF, BestSingle, StackNNLS, StackRidge
-from sbfn_dist.competitors import REGISTRY, build_competitor, competitor_configs
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.learners.competitors import REGISTRY, build_competitor, competitor_configs
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.splits import kfold_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.plugins import fit_plugins
+from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
 from sweeps.runner import run_sweep
 from sweeps.spaces import HETEROGENEOUS_PLUGINS, regression_sweep, smoke

@@ -5,11 +5,11 @@ import math
 import pytest
 import torch
 
-from sbfn_dist.combining import stacking_epochs
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.combiners.ensembles import stacking_epochs
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.tasks import CLASSIFICATION_COMBINERS
+from sbfn_dist.settings.tasks import CLASSIFICATION_COMBINERS
 
 SMALL = {"folds": 2, "fold": 0, "n_members": 3, "ensemble": "cnn", "batch_size": 64,
          "n_val": 300, "n_test": 500, "head_epochs": 30}

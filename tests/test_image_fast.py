@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from sbfn_dist.config import TrialConfig
-from sbfn_dist import members
+from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.learners import training
 from sbfn_dist.data.images import ImageData, device_images, holdout_splits, load_images
-from sbfn_dist.diversity import wta_weights
+from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import pack_key, run_trial, run_trials
-from sbfn_dist.geometry import GEOMETRIES
+from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.registry import build_ensemble
-from sbfn_dist.members import CNNConfig, train_cnn_pack
-from sbfn_dist.steps import autocast, memory_format, resolve_engine, resolve_precision
+from sbfn_dist.learners.training import CNNConfig, train_cnn_pack
+from sbfn_dist.learners.steps import autocast, memory_format, resolve_engine, resolve_precision
 from sweeps.packing import packs
 from sweeps.spaces import image_sweep
 
@@ -117,7 +117,7 @@ def test_the_memory_format_changes_only_the_speed(monkeypatch, images):
     cfg = CNNConfig(ensemble="mixed", n_members=3, epochs=1, batch_size=64, seed=2,
                     optimizer="sgd", lr=0.05)
     for fmt in (torch.channels_last, torch.contiguous_format):
-        monkeypatch.setattr(members, "memory_format", lambda precision, device, fmt=fmt: fmt)
+        monkeypatch.setattr(training, "memory_format", lambda precision, device, fmt=fmt: fmt)
         [runs[fmt]] = train_cnn_pack(images, 10, [cfg])
     conv = next(p for p in runs[torch.channels_last].model.parameters() if p.ndim == 4)
     assert conv.is_contiguous(memory_format=torch.channels_last)    # it did train in NHWC

@@ -30,7 +30,7 @@ def test_the_library_imports_no_upper_layer_and_no_service():
 
 
 def test_the_records_schema_loads_without_torch_or_scikit_learn():
-    code = ("import sys, sbfn_dist.records, sbfn_dist.config; "
+    code = ("import sys, sbfn_dist.settings.records, sbfn_dist.settings.config; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout.strip()
@@ -38,6 +38,42 @@ def test_the_records_schema_loads_without_torch_or_scikit_learn():
 
 
 def test_every_registered_column_is_documented():
-    from sbfn_dist.records import COLUMNS
+    from sbfn_dist.settings.records import COLUMNS
     text = (ROOT / "docs" / "results-table.md").read_text()
     assert not [c for c in COLUMNS if f"`{c}`" not in text]
+
+
+# The library's floor plan (docs/design.md): a room imports only rooms on lower floors or its
+# own; so no folder-level loop can form.
+FLOORS = {"errors": 0, "runtime": 0, "settings": 1, "data": 2, "learners": 3, "evaluation": 4,
+          "combiners": 5, "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def library_imports(path: pathlib.Path) -> set:
+    """The sbfn_dist modules `path` imports (`from sbfn_dist import x` names the module x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "sbfn_dist":
+            found |= {f"sbfn_dist.{a.name}" for a in node.names if a.name != "__version__"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sbfn_dist."):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("sbfn_dist.")}
+    return found
+
+
+def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
+    upward = {}
+    for path in (ROOT / "sbfn_dist").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        mine = room(module)
+        assert mine in FLOORS, f"{module}: a room the floor plan does not name (docs/design.md)"
+        bad = sorted(m for m in library_imports(path) if FLOORS[room(m)] > FLOORS[mine])
+        if bad:
+            upward[module] = bad
+    assert not upward, upward

@@ -7,13 +7,13 @@ import torch
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.tabular import load_tabular
-from sbfn_dist.members import MLPConfig, StreamRecorder, train_mlp
+from sbfn_dist.learners.training import MLPConfig, StreamRecorder, train_mlp
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.competitors import competitor_configs
-from sbfn_dist.plugins import PluginColumns, fit_plugins
+from sbfn_dist.learners.competitors import competitor_configs
+from sbfn_dist.combiners.plugins import PluginColumns, fit_plugins
 
 PLUGINS = {n: competitor_configs(n, "default")[0] for n in ("random_forest", "gradient_boosting")}
 

@@ -4,7 +4,7 @@ evaluation on the published split (Candanedo et al. 2017 tuned on their training
 import numpy as np
 import pytest
 
-from sbfn_dist.config import TrialConfig
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.data.splits import fixed_train_kfold_splits

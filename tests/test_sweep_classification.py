@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import load_wine
 from sklearn.model_selection import StratifiedKFold
 
-from sbfn_dist.tasks import SBFN_HEADS, TASKS
+from sbfn_dist.settings.tasks import SBFN_HEADS, TASKS
 from tests.sweep_helpers import assert_each_fold_once, mlflow_runs, results, run_tiny
 
 pytestmark = pytest.mark.timeout(600)

@@ -15,9 +15,9 @@ import pytest
 
 from sweeps.classification import main as classification
 from sweeps.images import main_for
-from sbfn_dist.cli import main as cli_main
-from sbfn_dist.fields import TRIAL_FIELDS, defaults
-from sbfn_dist.usage import ListOf
+from sbfn_dist.interfaces.cli import main as cli_main
+from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
+from sbfn_dist.interfaces.usage import ListOf
 from sweeps.regression import build
 from sweeps.regression import main as regression
 
@@ -205,7 +205,7 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_every_command_is_found_and_builds_its_parser(parsers):
-    assert {"sbfn_dist.cli", "sweeps.regression", "sweeps.cifar10",
+    assert {"sbfn_dist.interfaces.cli", "sweeps.regression", "sweeps.cifar10",
             "sweeps.tools.mlflow_server"} <= set(parsers)
 
 
@@ -308,7 +308,7 @@ def test_a_misspelt_setting_gets_did_you_mean(capsys, tmp_path, typo, meant):
 
 def test_a_setting_with_no_near_name_lists_where_the_fields_are(capsys):
     err = error_of(capsys, cli_main(["colour=red"]))
-    assert "did you mean" not in err and "python -m sbfn_dist.cli --list-fields" in err
+    assert "did you mean" not in err and "python -m sbfn_dist --list-fields" in err
 
 
 def trials_of(*argv: str) -> list:

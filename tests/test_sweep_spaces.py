@@ -3,13 +3,13 @@
 import pytest
 
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.settings.tasks import TASKS
 from sweeps.runner import SweepOptions, plan
 from sweeps.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
                            image_sweep, regression_sweep, smoke)
 from sweeps.trainable import folds_of, summarise, trial_config, trial_key
 
-# Fields that only trials training members use (sbfn_dist/fields.py applies them there).
+# Fields that only trials training members use (sbfn_dist/settings/fields.py applies them there).
 MEMBER_FIELDS = ("n_members", "epsilon", "lr", "epochs", "batch_size", "width", "init_scale",
                  "device")
 

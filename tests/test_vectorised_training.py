@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.members import (MLPConfig, StreamRecorder, TrainingDiverged, train_mlp,
+from sbfn_dist.learners.training import (MLPConfig, StreamRecorder, TrainingDiverged, train_mlp,
                                train_mlp_pack)
-from sbfn_dist.learners.reference import train_members_looped
+from benchmarks.looped_members import train_members_looped
 
 
 def train_members(X, y, cfg):

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import BASES
+from sbfn_dist.settings.fields import BASES
 
 SCALE_FLOOR = 1e-8   # a constant member has zero spread; keep the Gaussian finite
 

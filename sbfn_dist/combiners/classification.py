@@ -14,10 +14,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS, defaults
+from sbfn_dist.settings.fields import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS, defaults
 
 PROB_FLOOR = 1e-12
-_D = defaults("classification", "image")     # the heads' defaults: sbfn_dist.fields
+_D = defaults("classification", "image")     # the heads' defaults: sbfn_dist.settings.fields
 
 
 def _check_probs(P: torch.Tensor) -> None:
@@ -53,7 +53,7 @@ class TrainableHead(nn.Module):
         """Hook called before every epoch (Algorithm 2 updates gamma here)."""
 
     def batch(self, P: torch.Tensor, y: torch.Tensor) -> None:
-        """The on-the-fly observer of member training (sbfn_dist.members): one step per batch.
+        """The on-the-fly observer of member training (sbfn_dist.learners.training): one step per batch.
         Heads are float32 whatever the members' dtype; the MLP trainer runs under no_grad."""
         with torch.enable_grad():
             self.step(P.float(), y)
@@ -61,7 +61,7 @@ class TrainableHead(nn.Module):
     def step(self, P: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One SGD step on a mini-batch: the on-the-fly regime of Algorithm 2. Returns the
         batch's loss as a tensor: reading it would make the host wait for the device, and the
-        step may be replayed from a CUDA graph (sbfn_dist.steps), where nothing is read."""
+        step may be replayed from a CUDA graph (sbfn_dist.learners.steps), where nothing is read."""
         P = P.detach()
         self.prepare(P)
         loss = F.nll_loss(torch.log(self.predict_proba(P).clamp_min(PROB_FLOOR)), y)

@@ -3,7 +3,7 @@ baseline of Rupprecht et al. 2017) -- the squared-loss geometry's centroid."""
 
 import numpy as np
 
-from sbfn_dist.geometry import SquaredLoss
+from sbfn_dist.learners.geometry import SquaredLoss
 
 
 class ArithmeticCombiner:

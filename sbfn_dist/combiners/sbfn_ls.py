@@ -10,9 +10,9 @@ import numpy as np
 
 from sbfn_dist.combiners.basis import make_basis
 from sbfn_dist.combiners.ridge import ridge_path
-from sbfn_dist.fields import defaults
+from sbfn_dist.settings.fields import defaults
 
-_D = defaults("regression", "tabular")       # sbfn_dist.fields holds the defaults
+_D = defaults("regression", "tabular")       # sbfn_dist.settings.fields holds the defaults
 
 
 class SBFNLeastSquares:

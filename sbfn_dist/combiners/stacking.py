@@ -2,7 +2,7 @@
 paper's general s-BFN with K chosen by inner CV, and the stacking anchors it must beat.
 
 All fit(D, y) / predict(D) on the structured dataset D (N, M + P): the M members' training
-predictions and the P plug-ins' out-of-fold ones (sbfn_dist.plugins), so a weight learned on D
+predictions and the P plug-ins' out-of-fold ones (sbfn_dist.combiners.plugins), so a weight learned on D
 is a weight for unseen rows.
 
 - SBFNRBF ("sbfn_rbf"): K multivariate Gaussian units over the whole hypothesis vector
@@ -114,7 +114,7 @@ class BestSingle:
 
 
 def heterogeneous_combiner(name: str, setting, seed: int, columns):
-    """The combiner `name` of sbfn_dist.tasks.HETEROGENEOUS, unfitted; `setting(field)` reads
+    """The combiner `name` of sbfn_dist.settings.tasks.HETEROGENEOUS, unfitted; `setting(field)` reads
     the trial's settings, `columns` names D's columns."""
     if name == "sbfn_rbf":
         return SBFNRBF(setting("rbf_units"), setting("lambda2"), setting("inner_folds"),

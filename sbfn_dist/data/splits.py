@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
-from sbfn_dist.data.catalog import CATALOG
+from sbfn_dist.settings.catalog import CATALOG
 from sbfn_dist.data.checks import require_rows
 from sbfn_dist.data.tabular import TabularData
 from sbfn_dist.errors import ConfigError, DataError
-from sbfn_dist.fields import SPLITS as SCHEMES
+from sbfn_dist.settings.fields import SPLITS as SCHEMES
 
 Split = tuple[np.ndarray, np.ndarray]
 

@@ -29,7 +29,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError, DataError
-from sbfn_dist.fields import ARCHITECTURES
+from sbfn_dist.settings.fields import ARCHITECTURES
 
 MIN_SIZE = 4    # two stride-2 reductions must leave at least one pixel
 GROUPED_MAX_PIXELS = 16 * 16   # MemberStack 'auto': on CPU, grouped only up to this image size
@@ -154,7 +154,7 @@ NETS = {
     "resnet_tiny1": partial(ResNetTiny, blocks=(1, 1, 1), widths=(16, 32, 64)),
     "resnet_tiny2": partial(ResNetTiny, blocks=(1, 2, 2), widths=(24, 48, 96)),
 }
-assert tuple(NETS) == ARCHITECTURES, "sbfn_dist.fields.ARCHITECTURES names the nets above"
+assert tuple(NETS) == ARCHITECTURES, "sbfn_dist.settings.fields.ARCHITECTURES names the nets above"
 
 
 def check_arch(arch: str) -> str:
@@ -285,7 +285,7 @@ class Ensemble(nn.Module):
     """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture, seeds[j] its seed.
 
     Members of one architecture share a MemberStack. A packed ensemble (several hypothesis sets
-    side by side, sbfn_dist.members.train_cnn_pack) is one Ensemble too; `subset` takes one set
+    side by side, sbfn_dist.learners.training.train_cnn_pack) is one Ensemble too; `subset` takes one set
     back out as an ensemble of its own.
     forward: (B, C_in, H, W) -> (B, M, n_classes) in member order j = 0..M-1.
     """

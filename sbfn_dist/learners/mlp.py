@@ -14,9 +14,9 @@ import math
 import torch
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import ACTIVATIONS, INIT_SCHEMES, defaults
+from sbfn_dist.settings.fields import ACTIVATIONS, INIT_SCHEMES, defaults
 
-_D = defaults("regression", "tabular")       # sbfn_dist.fields holds the defaults
+_D = defaults("regression", "tabular")       # sbfn_dist.settings.fields holds the defaults
 
 
 def layer_shapes(n_features: int, width: int, n_outputs: int = 1) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ name gives a homogeneous ensemble of that architecture.
 """
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import ENSEMBLE_KINDS, HETEROGENEOUS, HOMOGENEOUS
+from sbfn_dist.settings.fields import ENSEMBLE_KINDS, HETEROGENEOUS, HOMOGENEOUS
 from sbfn_dist.learners.cnn import (ARCHITECTURES, STRATEGIES, Ensemble, MemberStack,
                                     build_member, member_seed)
 

@@ -21,7 +21,7 @@ import sys
 import yaml
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter
 
 # Values in the shipped examples that a user must replace, and what with.
 PLACEHOLDERS = {

@@ -26,7 +26,7 @@ import sys
 import time
 import urllib.request
 
-from sbfn_dist.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter
 
 HOST = "127.0.0.1"
 PID_FILE = "server.pid"

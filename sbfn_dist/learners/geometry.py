@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from sbfn_dist.diversity import as_weights
+from sbfn_dist.learners.diversity import as_weights
 from sbfn_dist.errors import ConfigError
 
 

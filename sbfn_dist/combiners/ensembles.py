@@ -15,7 +15,7 @@ every member batch (Algorithm 2), the stacked heads and the tuned temperature fi
 validation part, the fixed rules need no fit.
 
 train_together trains the members of several ensembles of one fold (tabular trials that share
-sbfn_dist.members.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
+sbfn_dist.learners.training.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
 members and its own columns of the recorded stream, as if it had trained alone.
 """
 
@@ -31,13 +31,13 @@ from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.stacking import heterogeneous_combiner
-from sbfn_dist.diagnostics import (classification_diagnostics, count_parameters,
-                                   regression_diagnostics)
-from sbfn_dist.members import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
+from sbfn_dist.evaluation.diagnostics import classification_diagnostics, regression_diagnostics
+from sbfn_dist.learners.cost import count_parameters
+from sbfn_dist.learners.training import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
                                StreamRecorder, TrainingDiverged, train_cnn_pack, train_mlp_pack)
-from sbfn_dist.plugins import fit_plugins
+from sbfn_dist.combiners.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
-from sbfn_dist.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
+from sbfn_dist.settings.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
 # paper's eta_alpha = 0.1, T = 3, alpha grows slowly and 10 epochs of a small validation part

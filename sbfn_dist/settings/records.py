@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
-from sbfn_dist.fields import FIELDS, HETEROGENEOUS, Ctx  # noqa: F401 (analysis)
-from sbfn_dist.tasks import CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS  # noqa: F401 (analysis)
+from sbfn_dist.settings.fields import FIELDS, HETEROGENEOUS, Ctx  # noqa: F401 (analysis)
+from sbfn_dist.settings.tasks import CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS  # noqa: F401 (analysis)
 
 STATUSES = ("ok", "diverged", "failed")
 FAMILIES = ("sbfn", "competitor")
@@ -171,4 +171,4 @@ def check(record: dict) -> None:
     """Raise if a record holds a column the registry does not know (labels from `extra` aside)."""
     unknown = [k for k in record if k not in COLUMNS]
     if unknown:
-        raise KeyError(f"record columns {unknown} are not registered in sbfn_dist.records.COLUMNS")
+        raise KeyError(f"record columns {unknown} are not registered in sbfn_dist.settings.records.COLUMNS")

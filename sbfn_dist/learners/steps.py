@@ -16,7 +16,7 @@ import warnings
 import torch
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import PRECISIONS, STEP_ENGINES as ENGINES
+from sbfn_dist.settings.fields import PRECISIONS, STEP_ENGINES as ENGINES
 # Full batches run eagerly (on a side stream, as CUDA graph capture requires) before the step is
 # captured: the optimizer's state, cuDNN's choices and the heads' lazy set-up happen there.
 WARMUP_STEPS = 3

@@ -13,7 +13,7 @@ the modality. `est` is the scikit-learn estimators' default where it differs, wi
 Regression defaults follow the paper's Table "hyper"; image defaults its section "Deep Base
 Learners" (T = 3, eta_alpha = 0.1) with a CPU-friendly recipe; docs/method.md has the reasons.
 
-Torch-free on purpose: the analysis layer reads it through `sbfn_dist.records`.
+Torch-free on purpose: the analysis layer reads it through `sbfn_dist.settings.records`.
 """
 
 import math
@@ -21,18 +21,21 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sbfn_dist.data import catalog
 from sbfn_dist.errors import DataError
-from sbfn_dist.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
+from sbfn_dist.settings import catalog
+from sbfn_dist.settings.imports import estimator_class, import_estimator
+from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
                              STACKED, TASKS)
 
 # ------------------------------------------------------------------------- vocabularies
+# The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.
+LIST_FIELDS_COMMAND = "python -m sbfn_dist --list-fields"
 SPLITS = ("kfold", "holdout", "fixed", "fixed_train_kfold")
 ACTIVATIONS = ("tanh", "relu")
 INIT_SCHEMES = ("scaled_default", "scaled_normal")
 DTYPES = ("float32", "float64")
 DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "bf16")           # sbfn_dist.steps resolves "auto" per device
+PRECISIONS = ("auto", "fp32", "bf16")           # sbfn_dist.learners.steps resolves "auto" per device
 STEP_ENGINES = ("auto", "eager", "cuda_graph")
 ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
 HETEROGENEOUS = "mixed"       # the paper's heterogeneous kind: the architectures alternate
@@ -271,14 +274,12 @@ class Estimator:
             return False
         if v in ESTIMATORS:
             return True
-        from sbfn_dist.competitors import estimator_class   # scikit-learn only where needed
         return "." in v and estimator_class(v, ctx.task) is not None
 
     def why(self, v, ctx) -> str:
         """Why an import path is refused: its import's own error, or what the class lacks."""
         if not isinstance(v, str) or "." not in v:
             return ""
-        from sbfn_dist.competitors import import_estimator
         return f"{v!r}: {import_estimator(v, ctx.task)[1]}"
 
     def text(self, ctx) -> str:
@@ -395,7 +396,7 @@ FIELDS = [
           lambda ctx: ctx.members and ctx.image and ctx["optimizer"] == "sgd",
           "image trials with optimizer='sgd'"),
     Field("weight_decay", Real(0), 0.0, lambda ctx: ctx.members and ctx.image, IMAGES),
-    # How the CNN step runs (sbfn_dist.steps); records carry the resolved value, and the engine
+    # How the CNN step runs (sbfn_dist.learners.steps); records carry the resolved value, and the engine
     # that actually ran. Not a hyper-parameter, but bf16 changes numbers: a column of its own.
     Field("precision", OneOf(PRECISIONS), "auto", lambda ctx: ctx.members and ctx.image, IMAGES,
           hyper=False, doc="auto: bf16 autocast (+ channels_last) on CUDA, fp32 elsewhere"),

@@ -4,12 +4,12 @@
     clf = SBFNClassifier().fit(X, y)                     # X (N, d), (N, H, W) or (N, C, H, W)
     reg.predict(X_new); clf.predict(X_new); clf.predict_proba(X_new)
 
-fit trains M members together by epsilon-modulated winner-takes-all (sbfn_dist.members: the
+fit trains M members together by epsilon-modulated winner-takes-all (sbfn_dist.learners.training: the
 paper's Algorithm 1 on squared loss, Algorithm 2 on cross-entropy) and fits the estimator's one
 combiner on them, as one fold of run_trial would with all of X as its training part; predict
 maps new inputs through the frozen members and that combiner.
 
-Parameters are the config names of sbfn_dist.fields, grouped by concern below (MEMBERS, MLP,
+Parameters are the config names of sbfn_dist.settings.fields, grouped by concern below (MEMBERS, MLP,
 ...): PARAMETERS holds each one's constraint, the field's own, and every default is the fields'
 default for estimators (estimator=True); no other place holds one. They are checked once, at
 fit, as scikit-learn does (__init__ only stores them: clone and set_params must never raise); a
@@ -29,20 +29,20 @@ from sklearn.utils.validation import (check_array, check_is_fitted, check_X_y, c
 
 from sbfn_dist.combiners import ArithmeticCombiner, OnlineSBFN, SBFNLeastSquares, fit_online_grid
 from sbfn_dist.combiners.classification import tune_temperature
-from sbfn_dist.combining import combine, fit_stacked_head, make_head
+from sbfn_dist.combiners.ensembles import combine, fit_stacked_head, make_head
 from sbfn_dist.data.checks import numeric_target, require_classes
 from sbfn_dist.data.images import DeviceImages
 from sbfn_dist.data.splits import validation_part
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
-from sbfn_dist.fields import Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.settings.fields import Ctx, Items, Maybe, OneOf, defaults, field
 from sbfn_dist.learners.cnn import MIN_SIZE
-from sbfn_dist.members import (CNNConfig, MLPConfig, StreamRecorder, TrainingDiverged, train_cnn,
+from sbfn_dist.learners.training import (CNNConfig, MLPConfig, StreamRecorder, TrainingDiverged, train_cnn,
                                train_mlp)
 from sbfn_dist.runtime import resolve_device
-from sbfn_dist.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED, TASKS
+from sbfn_dist.settings.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED, TASKS
 
 # The estimators' parameters, grouped by concern; what each allows and its default are the
-# field's of the same name in sbfn_dist.fields (PARAMETERS, estimator_defaults).
+# field's of the same name in sbfn_dist.settings.fields (PARAMETERS, estimator_defaults).
 MEMBERS = ("n_members", "epsilon", "lr", "epochs", "batch_size")
 MLP = ("width", "init_scale", "lambda1", "activation", "init_scheme", "dtype")
 CNN = ("ensemble", "optimizer", "momentum", "weight_decay")
@@ -176,7 +176,7 @@ def _single_target(y: np.ndarray) -> np.ndarray:
 def _regression_combiner(s: dict):
     name = s["combiner"]
     if name in CLOSED_FORM:
-        linear = name == "sbfn_ls_linear"        # always with an intercept (sbfn_dist.tasks)
+        linear = name == "sbfn_ls_linear"        # always with an intercept (sbfn_dist.settings.tasks)
         return SBFNLeastSquares(s["lambda2"], s["sbfn_basis"], None,
                                 linear or s["sbfn_intercept"], linear, s["seed"])
     if name in ITERATIVE:
@@ -206,7 +206,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
       "arithmetic"     the members' mean.
     Parameters the combiner does not use are ignored.
 
-    Defaults: a trial's (sbfn_dist.fields; lambda2 = 0, the first value of its path) except, as
+    Defaults: a trial's (sbfn_dist.settings.fields; lambda2 = 0, the first value of its path) except, as
     measured in docs/method.md ("The scikit-learn estimators' defaults"): mini-batches of 16 for
     20 epochs where a trial steps per row for 10 (the same R^2 on diabetes in a third of the
     time), hence chi = 1 (0.1 barely moves mini-batch members); dtype float64, so predictions do
@@ -215,7 +215,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
     `random_state=None` means seed 0: fits are deterministic unless a seed is given.
     `device`: "cpu", "cuda" or "auto" (CUDA when present).
 
-    Fitted attributes: `members_` (sbfn_dist.members.TrainedMembers), `combiner_`, `x_mean_`,
+    Fitted attributes: `members_` (sbfn_dist.learners.training.TrainedMembers), `combiner_`, `x_mean_`,
     `x_scale_`, `y_mean_`, `y_scale_`, `n_features_in_` (and `feature_names_in_` for named
     columns).
     """
@@ -235,7 +235,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
         y_mean, y_scale = _moments(y.reshape(-1, 1))
         self.y_mean_, self.y_scale_ = float(y_mean[0]), float(y_scale[0])
         Xs, ys = self._scale_x(X), (y - self.y_mean_) / self.y_scale_
-        # G1/G2/G3 replay the members' training-time predictions (sbfn_dist.members).
+        # G1/G2/G3 replay the members' training-time predictions (sbfn_dist.learners.training).
         stream = (StreamRecorder(s["epochs"] * len(ys), s["n_members"], getattr(torch, s["dtype"]))
                   if s["combiner"] in ITERATIVE else None)
         members = self._train(s, train_mlp, Xs, ys, _mlp_config(s, "squared"), 1,
@@ -330,7 +330,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         `weight_decay`) trained by Algorithm 2 without augmentation. Pixels are standardised
         per channel; predict refuses images of another shape.
     Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs, batch_size and
-    combiner None (the default) means the default of sbfn_dist.fields for the data kind fit sees
+    combiner None (the default) means the default of sbfn_dist.settings.fields for the data kind fit sees
     (`fields.defaults("classification", "image", estimator=True)` for images).
 
     Defaults: a trial's except, as measured in docs/method.md ("The scikit-learn estimators'
@@ -358,7 +358,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     path above 25 rows, whose float32 distances differ from the row-by-row ones by ~1e-6.
     `random_state=None` means seed 0. `device`: "cpu", "cuda" or "auto".
 
-    Fitted attributes: `classes_`, `members_` (sbfn_dist.members.TrainedMembers), `combiner_`
+    Fitted attributes: `classes_`, `members_` (sbfn_dist.learners.training.TrainedMembers), `combiner_`
     (a head module, a tuned temperature, or a fixed rule's name), `x_mean_`, `x_scale_`,
     `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for images).
     """

@@ -2,18 +2,16 @@
 (defaults shown), the one spelling of list flags, the settings that KEY=VALUE and `--set`
 accept (`--list-fields`), and "did you mean" for a misspelt one.
 
-Torch-free: it reads only the settings table (`sbfn_dist.fields`).
+Torch-free: it reads only the settings table (`sbfn_dist.settings.fields`).
 """
 
 import argparse
-import difflib
 
-from sbfn_dist.errors import DataError
-from sbfn_dist.fields import BY_NAME, FIELDS, Ctx, Maybe
+from sbfn_dist.errors import DataError, did_you_mean  # noqa: F401 - commands import it here too
+from sbfn_dist.settings.fields import BY_NAME, FIELDS, LIST_FIELDS_COMMAND, Ctx, Maybe
 
 # The three kinds of trial a default or an allowed value can differ by (fields.py's scopes).
 SCOPES = (("tabular", "regression"), ("tabular", "classification"), ("image", "classification"))
-LIST_FIELDS_COMMAND = "python -m sbfn_dist.cli --list-fields"
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -26,12 +24,6 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
                 or action.default is False or action.default == argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)".lstrip()
-
-
-def did_you_mean(name: str, known) -> str:
-    """' (did you mean 'epochs'?)' for a near miss of `name` among `known`, else ''."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def scope_ctx(modality: str, task: str) -> Ctx:
@@ -93,7 +85,7 @@ def field_listing() -> str:
                  f"    applies to: {f.where or 'every trial'}",
                  f"    allowed: {allowed_text(f)}"]
         blocks.append("\n".join(lines + ([f"    {f.doc}"] if f.doc else [])))
-    head = ("Trial settings, as KEY=VALUE (python -m sbfn_dist.cli) or --set KEY=VALUE (sweeps); "
+    head = ("Trial settings, as KEY=VALUE (python -m sbfn_dist) or --set KEY=VALUE (sweeps); "
             "lists as a,b,c. A setting is refused where it does not apply.")
     return "\n\n".join([head, *blocks])
 

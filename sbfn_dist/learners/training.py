@@ -8,7 +8,7 @@ Algorithm 2). Two trainers, one result type:
   train_mlp  tables: M MLPs in one flat buffer, hand-written gradients and plain SGD (+ the
              lambda1 sign step) -- at b = 1 autograd's per-step overhead would dominate;
   train_cnn  images: M CNNs as one grouped model (learners/cnn.py), autograd and torch.optim;
-             its step runs as sbfn_dist.steps says (bf16 + a CUDA graph on CUDA).
+             its step runs as sbfn_dist.learners.steps says (bf16 + a CUDA graph on CUDA).
 
 Both return TrainedMembers, whose `predict` gives the structured dataset D (N, M, d).
 
@@ -30,16 +30,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sbfn_dist.diagnostics import count_parameters, flops_per_example
-from sbfn_dist.diversity import SetWeights
+from sbfn_dist.learners.cost import count_parameters, flops_per_example
+from sbfn_dist.learners.diversity import SetWeights
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import OPTIMIZERS, defaults
-from sbfn_dist.geometry import GEOMETRIES
+from sbfn_dist.settings.fields import OPTIMIZERS, defaults
+from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import VectorisedMLP, member_init
 from sbfn_dist.learners.cnn import Ensemble, member_seed
 from sbfn_dist.learners.registry import ensemble_archs
 from sbfn_dist.runtime import torch_threads
-from sbfn_dist.steps import StepRunner, autocast, memory_format, tuned_kernels
+from sbfn_dist.learners.steps import StepRunner, autocast, memory_format, tuned_kernels
 
 # Below this batch size a step's tensors are tiny and a second intra-op thread only spins:
 # the demo took 300 s with torch's default 2 threads under load and 22 s with one.
@@ -61,7 +61,7 @@ class TrainingDiverged(RuntimeError):
 
 @dataclass(frozen=True)
 class MLPConfig:
-    """What train_mlp uses; defaults are the tabular-regression ones of sbfn_dist.fields."""
+    """What train_mlp uses; defaults are the tabular-regression ones of sbfn_dist.settings.fields."""
     n_members: int = _MLP["n_members"]
     epsilon: float = _MLP["epsilon"]
     width: int = _MLP["width"]              # kappa: neurons per hidden layer
@@ -81,7 +81,7 @@ class MLPConfig:
 
 @dataclass(frozen=True)
 class CNNConfig:
-    """What train_cnn uses; defaults are the image-classification ones of sbfn_dist.fields."""
+    """What train_cnn uses; defaults are the image-classification ones of sbfn_dist.settings.fields."""
     ensemble: str = _CNN["ensemble"]        # mixed (heterogeneous) | cnn | resnet | an architecture
     n_members: int = _CNN["n_members"]
     epsilon: float = _CNN["epsilon"]
@@ -92,7 +92,7 @@ class CNNConfig:
     momentum: float = _CNN["momentum"]      # SGD only
     weight_decay: float = _CNN["weight_decay"]
     seed: int = 0
-    # How the step runs (sbfn_dist.steps), as resolved for the device: trials pass theirs.
+    # How the step runs (sbfn_dist.learners.steps), as resolved for the device: trials pass theirs.
     precision: str = "fp32"                 # fp32 | bf16 (autocast, channels_last on CUDA)
     engine: str = "eager"                   # eager | cuda_graph
 
@@ -107,7 +107,7 @@ class TrainedMembers:
     chunk: int                 # rows per forward pass when predicting
     packed_members: int = 0    # members trained together in its stack (its own M if alone)
     precision: str = "fp32"    # images: the precision they trained (and predict) in
-    engine: str = "eager"      # images: how their training step ran (sbfn_dist.steps)
+    engine: str = "eager"      # images: how their training step ran (sbfn_dist.learners.steps)
 
     @torch.no_grad()
     def scores(self, x) -> torch.Tensor:
@@ -370,7 +370,7 @@ def _cnn_step(model, opt, weights, precision: str, observers):
     """One training step of the stack: all members forward (in `precision`), the epsilon-WTA
     cross-entropy per set (Algorithm 2), one backward, one optimizer step, the on-the-fly heads'
     steps, and the members' summed losses. Every tensor it updates is updated in place, and
-    nothing is read back to the host: a CUDA graph can replay it (sbfn_dist.steps)."""
+    nothing is read back to the host: a CUDA graph can replay it (sbfn_dist.learners.steps)."""
     geometry = GEOMETRIES["cross_entropy"]
     device = next(model.parameters()).device
     loss_sum = torch.zeros(model.n_members, dtype=torch.float64, device=device)

@@ -1,6 +1,6 @@
 """Reference trainer: M separate torch models in a Python loop, autograd and torch.optim.
 
-It does the same work as `sbfn_dist.members.train_mlp` (same initial parameters, same batches,
+It does the same work as `sbfn_dist.learners.training.train_mlp` (same initial parameters, same batches,
 same delta, the same geometry's loss) with one nn.Sequential per member. Tests use it to check
 the vectorised trainer and its hand-written gradients (squared loss and cross-entropy);
 benchmarks use it as the loop baseline. Not used for experiments.
@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbfn_dist.geometry import GEOMETRIES
+from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import layer_shapes, member_init
-from sbfn_dist.members import MLPConfig, batch_slices
+from sbfn_dist.learners.training import MLPConfig, batch_slices
 
 
 def build_member(n_features: int, cfg: MLPConfig, j: int, n_outputs: int = 1) -> nn.Sequential:

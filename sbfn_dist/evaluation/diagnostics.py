@@ -13,11 +13,9 @@ Inputs are numpy arrays: member predictions (N, M) for regression, member probab
 """
 
 import numpy as np
-import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from sbfn_dist.geometry import CrossEntropy, SquaredLoss
-from sbfn_dist.records import DIAGNOSTICS
+from sbfn_dist.learners.geometry import CrossEntropy, SquaredLoss
+from sbfn_dist.settings.records import DIAGNOSTICS
 
 PROB_FLOOR = 1e-12          # probabilities are clipped here before a log (finite NLL)
 
@@ -214,28 +212,7 @@ def expected_calibration_error(probs, y, n_bins: int = 15) -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. Efficiency
-
-def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
-    return int(sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only))
-
-
-def flops_per_example(model: torch.nn.Module, example_input) -> float:
-    """Forward-pass FLOPs (torch.utils.flop_counter; a multiply-add counts 2) / batch size.
-    The model runs once in eval mode under no_grad; its train/eval mode is restored."""
-    inputs = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            model(*inputs)
-    finally:
-        model.train(was_training)
-    return counter.get_total_flops() / inputs[0].shape[0]
-
-
-# ----------------------------------------------------------------------------------------------
-# 5. Result-table columns (stable names)
+# 4. Result-table columns (stable names)
 
 CLASSIFICATION_DIAGNOSTICS = DIAGNOSTICS["classification"]
 REGRESSION_DIAGNOSTICS = DIAGNOSTICS["regression"]

@@ -4,7 +4,7 @@
     cfg.epsilon, cfg.task, cfg.to_dict()
 
 What each field allows, its default and where it applies are declared once, in
-`sbfn_dist.fields`. A field that does not apply to the trial (an image setting on a table, a
+`sbfn_dist.settings.fields`. A field that does not apply to the trial (an image setting on a table, a
 step size of a combiner that does not run) is refused with an error naming it and where it does
 apply; reading it from the config raises the same error, so no code can use a setting the trial
 does not have. `to_dict()` holds only the fields that apply, so the records do too.
@@ -12,11 +12,11 @@ does not have. `to_dict()` holds only the fields that apply, so the records do t
 
 import os
 
-from sbfn_dist.data import catalog
-from sbfn_dist.errors import ConfigError
-from sbfn_dist.fields import BY_NAME, FIELDS, TRIAL_FIELDS, Ctx, Items, refusal
-from sbfn_dist.tasks import STACKED, TASKS, Task
-from sbfn_dist.usage import LIST_FIELDS_COMMAND, did_you_mean
+from sbfn_dist.errors import ConfigError, did_you_mean
+from sbfn_dist.settings import catalog
+from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRIAL_FIELDS, Ctx,
+                                       Items, refusal)
+from sbfn_dist.settings.tasks import STACKED, TASKS, Task
 
 
 class TrialConfig:

@@ -3,7 +3,7 @@ Centroid-based Ensemble Combiners"). Squared loss (Euclidean) for regression, cr
 (simplex) for classification.
 
 A Task is a declarative spec (torch-free, so analysis may read it): the geometry's name in
-`sbfn_dist.geometry.GEOMETRIES`, the headline metric and its direction, the score columns of
+`sbfn_dist.learners.geometry.GEOMETRIES`, the headline metric and its direction, the score columns of
 every record, and the combiners and competitors a trial of the task may ask for. Code that
 depends on the task asks its Task (or its geometry) instead of branching on names.
 """
@@ -35,7 +35,7 @@ CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit
                             "logit_mean_tuned", "prob_mean", "base_avg")
 
 # The paper's competitors (a sweep's default competitor trials), and every name of the
-# estimators registry (sbfn_dist.competitors): each task has its own scikit-learn model of each
+# estimators registry (sbfn_dist.learners.competitors): each task has its own scikit-learn model of each
 # name; competitors and plug-ins may also be any estimator named by its import path.
 COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
 ESTIMATORS = (*COMPETITORS, "extra_trees", "hist_gradient_boosting", "knn", "ridge", "mlp")
@@ -46,7 +46,7 @@ HIGHER_IS_BETTER = ("accuracy", "r2")
 @dataclass(frozen=True)
 class Task:
     name: str
-    geometry: str              # key of sbfn_dist.geometry.GEOMETRIES
+    geometry: str              # key of sbfn_dist.learners.geometry.GEOMETRIES
     metric: str                # the headline score: tables, search objective, "best so far"
     higher_is_better: bool
     scores: tuple              # the score columns of every scored record

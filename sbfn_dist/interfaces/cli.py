@@ -1,6 +1,6 @@
 """Run one trial from the command line and print the comparison table.
 
-    python -m sbfn_dist.cli dataset=air_quality folds=10 n_members=10 epsilon=0.35 \\
+    python -m sbfn_dist dataset=air_quality folds=10 n_members=10 epsilon=0.35 \\
         lambda2=0,3,5,7 competitors=svm_rbf,random_forest --out records.csv
 
 Each KEY=VALUE is a TrialConfig field; `--list-fields` prints them all with their defaults and
@@ -20,10 +20,10 @@ import pandas as pd
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.fields import BY_NAME, Items
-from sbfn_dist.summary import comparison_table
-from sbfn_dist.tasks import TASKS
-from sbfn_dist.usage import HelpFormatter, add_list_fields
+from sbfn_dist.settings.fields import BY_NAME, Items
+from sbfn_dist.interfaces.summary import comparison_table
+from sbfn_dist.settings.tasks import TASKS
+from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 
 def is_list(key: str) -> bool:
     """A setting whose value is a list (fields.py: Items), so `key=` is the empty list."""
@@ -50,7 +50,7 @@ def parse_assignments(items: list[str]) -> dict:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sbfn_dist.cli", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m sbfn_dist", description=__doc__,
                                 formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
                    help="trial settings (every one and its default: --list-fields)")

@@ -3,8 +3,8 @@ A missing or non-finite prediction scores NaN."""
 
 import numpy as np
 
-from sbfn_dist.diagnostics import expected_calibration_error, nll
-from sbfn_dist.tasks import TASKS
+from sbfn_dist.evaluation.diagnostics import expected_calibration_error, nll
+from sbfn_dist.settings.tasks import TASKS
 
 
 def regression_metrics(y, pred) -> dict:

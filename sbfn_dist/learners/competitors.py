@@ -1,5 +1,5 @@
 """The estimators registry: scikit-learn models that run beside the s-BFN, as competitor rows
-and as plug-in hypotheses (columns of D, sbfn_dist.plugins), each as a regressor or a
+and as plug-in hypotheses (columns of D, sbfn_dist.combiners.plugins), each as a regressor or a
 classifier for the task.
 
 The paper's three competitors (SVM-RBF, random forest, gradient boosting) and five more a
@@ -12,11 +12,9 @@ standardised folds as the s-BFN; regression predictions are mapped back to targe
 caller. The grids are justified in docs/method.md ("The estimators registry").
 """
 
-import importlib
 import inspect
 from itertools import product
 
-from sklearn.base import is_classifier, is_regressor
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor,
                               GradientBoostingClassifier, GradientBoostingRegressor,
@@ -27,7 +25,8 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.svm import SVC, SVR
 
-from sbfn_dist.tasks import ESTIMATORS
+from sbfn_dist.settings.imports import estimator_class
+from sbfn_dist.settings.tasks import ESTIMATORS
 
 
 def _grid(**axes) -> list[dict]:
@@ -106,7 +105,7 @@ REGISTRY = {
         "small": _grid(hidden_layer_sizes=[[100]], alpha=[1e-4, 1e-2]),
     },
 }
-assert tuple(REGISTRY) == ESTIMATORS, "sbfn_dist.tasks.ESTIMATORS lists the registry's names"
+assert tuple(REGISTRY) == ESTIMATORS, "sbfn_dist.settings.tasks.ESTIMATORS lists the registry's names"
 # Settings a task's model does not take, left out of its records (they were not used).
 UNUSED = {("svm_rbf", "classification"): ("epsilon",)}
 
@@ -132,55 +131,3 @@ def build_competitor(name: str, params: dict, seed: int, task: str = "regression
 def _tuples(params: dict) -> dict:
     """Lists in a setting (JSON-friendly in records) become the tuples scikit-learn expects."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-
-
-def estimator_class(path: str, task: str):
-    """The class at the import path `package.module.ClassName` if it is a scikit-learn model of
-    `task` (a regressor, or a classifier with predict_proba) that builds with no arguments,
-    else None (import_estimator says why)."""
-    return import_estimator(path, task)[0]
-
-
-def import_estimator(path: str, task: str) -> tuple[type | None, str]:
-    """(the class at `path`, "") if it is a usable model of `task`, else (None, why not): the
-    error its import or its construction raised, named as Python named it."""
-    module, _, attr = path.rpartition(".")
-    if not module:
-        return None, f"'{path}' is no import path (package.module.ClassName)"
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except AttributeError:
-        return None, f"module {module} has no {attr!r}"
-    except SystemExit as exc:     # a script, not a library: it must not end the sweep
-        return None, f"importing {module} called sys.exit({exc.code!r})"
-    except ImportError as exc:
-        return None, (f"importing {module} failed: {type(exc).__name__}: {exc} (install it, or "
-                      "put its folder on PYTHONPATH: here and on every Ray worker)")
-    except Exception as exc:
-        return None, f"importing {module} failed: {type(exc).__name__}: {exc}"
-    if not inspect.isclass(cls):
-        return None, f"{path} is a {type(cls).__name__}, not a class"
-    try:
-        probe = cls()
-    except (Exception, SystemExit) as exc:
-        return None, f"{attr}() failed: {type(exc).__name__}: {exc} (a plug-in builds with no " \
-                     "arguments)"
-    why = _unusable(probe, attr, task)
-    return (None if why else cls), why
-
-
-def _unusable(probe, name: str, task: str) -> str:
-    """Why an instance cannot serve `task` ("" if it can)."""
-    try:
-        regressor, classifier = is_regressor(probe), is_classifier(probe)
-    except (AttributeError, TypeError):   # scikit-learn's tags need BaseEstimator
-        regressor = classifier = None
-    if regressor is None or not hasattr(probe, "fit"):
-        return (f"{name} is not a scikit-learn estimator (no fit, or no estimator tags: "
-                "derive it from sklearn.base.BaseEstimator and RegressorMixin or ClassifierMixin)")
-    if task == "regression":
-        return "" if regressor else f"{name} is not a regressor"
-    # classifiers are scored by their probabilities (NLL, ECE)
-    if not (classifier and hasattr(probe, "predict_proba")):
-        return f"{name} is not a classifier with predict_proba"
-    return ""

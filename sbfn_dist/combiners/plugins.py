@@ -17,11 +17,11 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_predict
 
-from sbfn_dist.competitors import build_competitor, competitor_configs
+from sbfn_dist.learners.competitors import build_competitor, competitor_configs
 from sbfn_dist.data.splits import kfold_splits
-from sbfn_dist.members import MLPConfig, epoch_order
+from sbfn_dist.learners.training import MLPConfig, epoch_order
 
-# The grid each plug-in tuning draws its candidates from (sbfn_dist.competitors): "default" is
+# The grid each plug-in tuning draws its candidates from (sbfn_dist.learners.competitors): "default" is
 # the competitors' default setting, so a plug-in column is the model of a default competitor
 # row; "inner_cv" chooses among the competitors' "small" grid.
 CANDIDATES = {"default": "default", "inner_cv": "small"}
