@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 
 RESULTS_FILE = "results.parquet"
-PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/store.py)
+PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/engine/store.py)
 SWEEP_FILE = "sweep.json"
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",

@@ -1,7 +1,7 @@
 """GPU sharing: aggregate images/s of 4 processes on one GPU (what 4 trials at 0.25 GPU do) vs 1.
 
 Ray's fractional GPUs are logical: four 0.25-GPU trials are four processes on one card, each
-capping its memory at a quarter (as sweeps/trainable.py does). This benchmark runs exactly
+capping its memory at a quarter (as sweeps/engine/trainable.py does). This benchmark runs exactly
 that, without Ray (the GPU machine has no Ray): P worker processes start together, each trains
 an M-member CNN stack (ε-WTA cross-entropy, Adam, CIFAR-sized random batches) for a fixed
 time, and reports images/s; the aggregate is the sum. Needs CUDA.

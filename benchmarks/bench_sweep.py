@@ -17,9 +17,9 @@ import time
 from benchmarks.common import cli, machine, median, table
 from sbfn_dist.experiment import run_trial
 from sweeps.regression import build
-from sweeps.runner import plan, run_sweep
-from sweeps.spaces import smoke
-from sweeps.trainable import folds_of
+from sweeps.engine.runner import plan, run_sweep
+from sweeps.engine.spaces import smoke
+from sweeps.engine.trainable import folds_of
 
 TARGET_RATIO = 1.3
 

@@ -1,16 +1,17 @@
-"""Ray Tune sweeps over sbfn_dist trials: spaces, trainable, runner, the commands, and the Python
-API (docs/sweeps.md).
+"""Ray Tune sweeps over sbfn_dist trials (docs/sweeps.md). This folder holds what users call by
+name -- the commands (`python -m sweeps.regression`, `sweeps.cifar10`, `sweeps run FILE`, ...)
+and the Python API (api.py); sweeps/engine/ holds everything they call (docs/design.md).
 
     from sweeps import Sweep
     result = Sweep.from_yaml("my-sweep.yaml").run()    # .frame, .result_grid, .path
 
 Importing the package changes no global state (environment, logging, warnings) and imports
-neither torch nor Ray: a sweep sets Ray's environment when it runs (sweeps/environment.py), and
+neither torch nor Ray: a sweep sets Ray's environment when it runs (sweeps/engine/environment.py), and
 the API's names load on first use.
 """
 
 _EXPORTS = {"Sweep": "sweeps.api", "SweepResult": "sweeps.api",
-            "SweepFileError": "sweeps.sweepfile"}
+            "SweepFileError": "sweeps.engine.sweepfile"}
 __all__ = list(_EXPORTS)
 
 

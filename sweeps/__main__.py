@@ -16,10 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
-from sweeps import sweepfile
+from sweeps.engine import sweepfile
 from sweeps.api import Sweep, grid_file
-from sweeps.cli import run
-from sweeps.options import BY_NAME, add_flags, given, into_definition
+from sweeps.engine.commands import run
+from sweeps.engine.options import BY_NAME, add_flags, given, into_definition
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build(argv):
-    """(spec, args, options) for sweeps.cli.run, which runs it and reports errors in one line.
+    """(spec, args, options) for sweeps.engine.commands.run, which runs it and reports errors in one line.
     A flag replaces the file's key of the same option; --set joins the file's settings."""
     args = parser().parse_args(argv)
     flags = given(args)

@@ -10,7 +10,7 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
     result.result_grid                             # Ray Tune's ResultGrid, one result per trial
     sweep.resume()                                 # after an interruption: finished folds kept
 
-The same code runs `python -m sweeps run FILE` and the commands (sweeps/sweepfile.py translates
+The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/sweepfile.py translates
 all three). Everything is checked when the Sweep is made, before Ray starts; a bad key or value
 raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and sweep files".
 """
@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import did_you_mean
-from sweeps import sweepfile
-from sweeps.options import OPTIONS, into_definition
-from sweeps.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep
-from sweeps.spaces import TABULAR_GRIDS, SweepSpec
-from sweeps.store import RESULTS_FILE
-from sweeps.tabular import DEFAULT_DATASET
+from sweeps.engine import sweepfile
+from sweeps.engine.options import OPTIONS, into_definition
+from sweeps.engine.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep
+from sweeps.engine.spaces import TABULAR_GRIDS, SweepSpec
+from sweeps.engine.store import RESULTS_FILE
+from sweeps.engine.tabular_commands import DEFAULT_DATASET
 
 
 @dataclass
@@ -108,7 +108,7 @@ class Sweep:
         """Run the sweep (a local Ray on 127.0.0.1 unless options name an address); prints
         one progress line per finished fold, then the comparison table. `options` are run
         options by their sweep-file names (num_cpus=4, gpus_per_trial=0.5, storage=...,
-        verbose=True; sweeps/options.py) and replace the file's."""
+        verbose=True; sweeps/engine/options.py) and replace the file's."""
         options = self._options(options)
         return SweepResult.of(run_sweep(self.spec, options), options)
 

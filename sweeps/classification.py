@@ -14,7 +14,7 @@ with a class column. Common options (Ray, storage, MLflow, resume): --help.
 
 import sys
 
-from sweeps.tabular import command
+from sweeps.engine.tabular_commands import command
 
 build, main = command("classification", __doc__)
 

@@ -3,7 +3,7 @@
     python -m sweeps.cleanup --name NAME [--storage results]
 
 Only that sweep's leftovers: the processes of the local Ray its killed driver started
-(sweeps/claim.py); other Ray instances on the machine are left alone, which `ray stop` would
+(sweeps/engine/claim.py); other Ray instances on the machine are left alone, which `ray stop` would
 not do. Refused while a run of the sweep is going on. `--resume` does the same before it runs.
 """
 
@@ -12,8 +12,8 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.claim import take_over
-from sweeps.store import ResultStore
+from sweeps.engine.claim import take_over
+from sweeps.engine.store import ResultStore
 
 
 def parser() -> argparse.ArgumentParser:

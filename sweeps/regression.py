@@ -11,7 +11,7 @@ the same folds. Common options (Ray, storage, MLflow, resume): --help.
 
 import sys
 
-from sweeps.tabular import command
+from sweeps.engine.tabular_commands import command
 
 build, main = command("regression", __doc__)
 

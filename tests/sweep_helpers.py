@@ -3,8 +3,8 @@
 import pandas as pd
 
 from sweeps import classification, regression
-from sweeps.runner import run_sweep
-from sweeps.spaces import smoke
+from sweeps.engine.runner import run_sweep
+from sweeps.engine.spaces import smoke
 
 # diabetes (bundled), 3 folds, 300 rows, 2 epochs: a real sweep in well under a minute.
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]

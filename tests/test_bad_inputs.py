@@ -21,7 +21,7 @@ from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
 from sbfn_dist.interfaces.cli import main as trial_command
 from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
-from sweeps.images import main_for
+from sweeps.engine.image_commands import main_for
 from sweeps.regression import main as regression
 
 RNG = np.random.default_rng(0)

@@ -21,8 +21,8 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
-from sweeps.runner import run_sweep
-from sweeps.spaces import HETEROGENEOUS_PLUGINS, regression_sweep, smoke
+from sweeps.engine.runner import run_sweep
+from sweeps.engine.spaces import HETEROGENEOUS_PLUGINS, regression_sweep, smoke
 from tests.sweep_helpers import assert_each_fold_once, results
 
 
@@ -196,8 +196,8 @@ def test_the_heterogeneous_grid_is_one_trial_whose_plugins_are_its_competitors()
 
 
 def test_the_heterogeneous_grid_runs_one_trial_per_fold_of_the_split():
-    from sweeps.runner import SweepOptions, plan
-    from sweeps.trainable import folds_of
+    from sweeps.engine.runner import SweepOptions, plan
+    from sweeps.engine.trainable import folds_of
     spec = regression_sweep("diabetes", "heterogeneous", folds=4)
     configs = plan(spec, SweepOptions(name="x"))
     assert [folds_of(c) for c in configs] == [[0], [1], [2], [3]]

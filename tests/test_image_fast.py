@@ -16,8 +16,8 @@ from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.learners.training import CNNConfig, train_cnn_pack
 from sbfn_dist.learners.steps import autocast, memory_format, resolve_engine, resolve_precision
-from sweeps.packing import packs
-from sweeps.spaces import image_sweep
+from sweeps.engine.packing import packs
+from sweeps.engine.spaces import image_sweep
 
 CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if CUDA else "cpu")

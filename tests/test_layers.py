@@ -77,3 +77,18 @@ def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
         if bad:
             upward[module] = bad
     assert not upward, upward
+
+
+def test_the_sweeps_engine_imports_no_command():
+    """sweeps/ holds the commands users know by name (python -m sweeps.cifar10, ...) and the
+    Python API; sweeps/engine/ everything they call, and it never calls back up."""
+    upward = {}
+    for path in (ROOT / "sweeps" / "engine").rglob("*.py"):
+        bad = sorted(m for m in imported_modules(path)
+                     if m.startswith("sweeps") and not m.startswith("sweeps.engine"))
+        if bad:
+            upward[str(path.relative_to(ROOT))] = bad
+    assert not upward, upward
+    commands = {p.stem for p in (ROOT / "sweeps").glob("*.py")}
+    assert commands <= {"__init__", "__main__", "api", "appendix", "cifar10", "classification",
+                        "cleanup", "demo", "fashion_mnist", "mnist", "regression", "relog"}

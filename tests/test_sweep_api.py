@@ -1,4 +1,4 @@
-"""The Python API and sweep files (sweeps/api.py, sweeps/sweepfile.py): a sweep written as a
+"""The Python API and sweep files (sweeps/api.py, sweeps/engine/sweepfile.py): a sweep written as a
 file runs through real Ray Tune and returns its records and ResultGrid; the built-in grids as
 files give the commands' trials; bad files are refused before Ray; importing changes nothing."""
 
@@ -16,10 +16,11 @@ import pytest
 
 from sweeps import Sweep, SweepFileError
 from sweeps import __main__ as sweeps_main
-from sweeps import classification, images, regression
+from sweeps import classification, regression
+from sweeps.engine import image_commands as images
 from sweeps.api import grid_file
-from sweeps.environment import RAY_DEFAULTS
-from sweeps.runner import plan
+from sweeps.engine.environment import RAY_DEFAULTS
+from sweeps.engine.runner import plan
 
 pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,8 +28,8 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
-from sweeps.runner import SweepOptions
-from sweeps.tracking_uri import login
+from sweeps.engine.runner import SweepOptions
+from sweeps.engine.tracking_uri import login
 from tests.sweep_helpers import TINY, mlflow_runs
 
 pytestmark = pytest.mark.timeout(600)

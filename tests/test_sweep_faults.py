@@ -120,7 +120,7 @@ def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tupl
     """SIGKILL the driver alone, then SIGSTOP what of its Ray outlives it: real leftovers that
     cannot end by themselves while the test looks (some would within a minute). Returns the
     Ray's session directory (as sweep.lock names it) and the frozen leftovers."""
-    from sweeps.claim import ray_processes, ray_session
+    from sweeps.engine.claim import ray_processes, ray_session
     lock = (root / "sweep.lock").read_text()
     session = ray_session(lock)
     assert session, f"the run named no Ray of its own in sweep.lock: {lock}"
@@ -154,7 +154,7 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
     says (Ray's title erases it): never a log viewer, never another Ray."""
     import socket
 
-    from sweeps.claim import ray_processes, ray_session, stop_leftovers
+    from sweeps.engine.claim import ray_processes, ray_session, stop_leftovers
     session, other = tmp_path / "session_a", tmp_path / "session_b"
     for d in (session, other):
         (d / "logs").mkdir(parents=True)
@@ -177,8 +177,8 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
 
 
 def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
-    from sweeps.claim import claim, ray_session
-    from sweeps.store import ResultStore
+    from sweeps.engine.claim import claim, ray_session
+    from sweeps.engine.store import ResultStore
     with claim(ResultStore(str(tmp_path / "sweep")), "sweep") as held:
         held.record_ray(str(tmp_path / "session_x"))
         lock = tmp_path / "sweep" / "sweep.lock"
@@ -196,7 +196,7 @@ class Finaliser:
 
 def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
     """Ray's SIGTERM handler raises SystemExit wherever a reused worker is, a finaliser too."""
-    from sweeps.trainable import _quiet_worker_exit
+    from sweeps.engine.trainable import _quiet_worker_exit
     monkeypatch.setattr(sys, "unraisablehook", _quiet_worker_exit)
     Finaliser(SystemExit(1))
     assert capfd.readouterr().err == ""
@@ -206,7 +206,7 @@ def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
 
 @pytest.mark.slow
 def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
-    from sweeps.claim import ray_processes, ray_session
+    from sweeps.engine.claim import ray_processes, ray_session
     root, log = tmp_path / "worker", tmp_path / "worker.log"
     driver = start_driver(tmp_path, "worker", log=log)
     try:
@@ -231,7 +231,7 @@ def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_ray_process_after_cleanup_or_resume(tmp_path):
-    from sweeps.claim import ray_processes
+    from sweeps.engine.claim import ray_processes
     root = tmp_path / "orphans"
     driver = start_driver(tmp_path, "orphans")
     wait_for_parts(root, 2)

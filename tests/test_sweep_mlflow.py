@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeps.next_steps import python_module
+from sweeps.engine.next_steps import python_module
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium

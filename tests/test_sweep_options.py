@@ -1,4 +1,4 @@
-"""One table of run options (sweeps/options.py): every sweep command's flags, a sweep file's keys
+"""One table of run options (sweeps/engine/options.py): every sweep command's flags, a sweep file's keys
 and SweepOptions' defaults come from it, and a flag, a file key and an API argument of the same
 option give the same SweepOptions. Planning only: no Ray starts here."""
 
@@ -10,10 +10,12 @@ import pytest
 
 from sweeps import Sweep
 from sweeps import __main__ as sweeps_main
-from sweeps import images, regression, tabular
-from sweeps.options import DEFAULTS, OPTIONS, gpu_share
-from sweeps.runner import SweepOptions
-from sweeps.sweepfile import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS
+from sweeps import regression
+from sweeps.engine import image_commands as images
+from sweeps.engine import tabular_commands as tabular
+from sweeps.engine.options import DEFAULTS, OPTIONS, gpu_share
+from sweeps.engine.runner import SweepOptions
+from sweeps.engine.sweepfile import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_OPTIONS = {"name", "command", "overrides"}     # SweepOptions' own: given, not options

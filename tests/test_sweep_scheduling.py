@@ -21,7 +21,7 @@ import pytest
 from sklearn.dummy import DummyRegressor
 
 from sweeps import Sweep
-from sweeps.runner import failed_trials, run_sweep
+from sweeps.engine.runner import failed_trials, run_sweep
 from tests.sweep_helpers import TINY, results
 
 pytestmark = pytest.mark.timeout(600)
@@ -206,8 +206,8 @@ def test_a_local_sweep_starts_its_own_ray_and_fills_every_slot(tmp_path, monkeyp
     second trial waits until another worker ran one: the first two trials must run on two
     workers, two trials at once."""
     from sbfn_dist.experiment import run_trial
-    from sweeps.runner import result_store
-    from sweeps.trainable import folds_of
+    from sweeps.engine.runner import result_store
+    from sweeps.engine.trainable import folds_of
     sweep = Sweep.from_dict({
         "name": "slots", "dataset": "diabetes", "folds": 2, "references": False,
         "competitors": [], "storage": str(tmp_path), "mlflow": False,

@@ -4,10 +4,10 @@ import pytest
 
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.runner import SweepOptions, plan
-from sweeps.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
+from sweeps.engine.runner import SweepOptions, plan
+from sweeps.engine.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
                            image_sweep, regression_sweep, smoke)
-from sweeps.trainable import folds_of, summarise, trial_config, trial_key
+from sweeps.engine.trainable import folds_of, summarise, trial_config, trial_key
 
 # Fields that only trials training members use (sbfn_dist/settings/fields.py applies them there).
 MEMBER_FIELDS = ("n_members", "epsilon", "lr", "epochs", "batch_size", "width", "init_scale",
@@ -219,7 +219,7 @@ def test_a_sweep_listed_in_another_order_resumes(tmp_path):
     """A sweep started before its grid's order changed keeps resuming: the same trials count."""
     from dataclasses import replace
 
-    from sweeps.runner import _check_store, result_store
+    from sweeps.engine.runner import _check_store, result_store
     spec = image_sweep("digits", splits=1)
     opts = SweepOptions(name="x", storage=str(tmp_path))
     configs = plan(spec, opts)

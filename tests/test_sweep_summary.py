@@ -5,8 +5,8 @@ import io
 
 import pandas as pd
 
-from sweeps.runner import SweepOptions, SweepOutcome, print_summary
-from sweeps.spaces import image_sweep, regression_sweep
+from sweeps.engine.runner import SweepOptions, SweepOutcome, print_summary
+from sweeps.engine.spaces import image_sweep, regression_sweep
 
 
 def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, params="{}"):

@@ -11,8 +11,8 @@ probability averaging are all evaluated on it. Common options (Ray, storage, MLf
 
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.interfaces.usage import ListOf, bounded
-from sweeps.cli import common_parser, options, run
-from sweeps.spaces import IMAGE_ENSEMBLES, image_sweep
+from sweeps.engine.commands import common_parser, options, run
+from sweeps.engine.spaces import IMAGE_ENSEMBLES, image_sweep
 
 
 def parser_for(dataset: str):

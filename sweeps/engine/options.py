@@ -1,6 +1,6 @@
 """Every run option of a sweep, declared once: what it allows, its default, its help, its flag,
 its sweep-file key and where it applies. The flags of every sweep command (`common_parser`), the
-keys of a sweep file (sweeps/sweepfile.py) and SweepOptions' defaults (sweeps/runner.py) are
+keys of a sweep file (sweeps/engine/sweepfile.py) and SweepOptions' defaults (sweeps/engine/runner.py) are
 made from this table, so a new option is one row here.
 
     --num-cpus 4                    a flag: every sweep command and `python -m sweeps run FILE`
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from sbfn_dist.interfaces.cli import parse_assignments
 from sbfn_dist.settings.fields import SEED_LIMIT
-from sweeps.packing import PACK_MODES
+from sweeps.engine.packing import PACK_MODES
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ OPTIONS = (
            "default and where it applies: --list-fields", "none", flag="--set", runner=False),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
-# SweepOptions' defaults (sweeps/runner.py reads them from here).
+# SweepOptions' defaults (sweeps/engine/runner.py reads them from here).
 DEFAULTS = {o.name: o.default for o in OPTIONS if o.runner}
 
 

@@ -1,5 +1,5 @@
 """The command of the tabular sweeps, for either task (`sweeps.regression`,
-`sweeps.classification`): the grid's options on top of the common ones (sweeps/cli.py)."""
+`sweeps.classification`): the grid's options on top of the common ones (sweeps/engine/commands.py)."""
 
 import functools
 
@@ -8,9 +8,9 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.usage import ListOf, bounded
-from sweeps.cli import common_parser, options, run
-from sweeps.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
-from sweeps.sweepfile import dataset_label
+from sweeps.engine.commands import common_parser, options, run
+from sweeps.engine.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
+from sweeps.engine.sweepfile import dataset_label
 
 # What the command runs when --dataset / --grid are left out.
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}

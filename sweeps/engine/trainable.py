@@ -21,8 +21,8 @@ import tempfile
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.experiment import run_trials
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.spaces import axis_text
-from sweeps.store import ResultStore
+from sweeps.engine.spaces import axis_text
+from sweeps.engine.store import ResultStore
 
 # Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
 LABELS = ("role",)
@@ -153,7 +153,7 @@ def _alone(run: dict):
 
 class PackMatesFailed(Exception):
     """Several configurations of a pack raised: each one's error (type: message) by trial key,
-    for the `failed` row of each (sweeps.progress.error_text)."""
+    for the `failed` row of each (sweeps.engine.progress.error_text)."""
 
     def __init__(self, errors: dict):
         super().__init__(errors)
@@ -205,7 +205,7 @@ def _limit_device(gpu_fraction: float, threads: int) -> None:
 
 def _restored_folds() -> set:
     # Ray is imported where a trial runs, not where the driver plans: the sweep sets Ray's
-    # environment before its first import (sweeps/environment.py).
+    # environment before its first import (sweeps/engine/environment.py).
     from ray import tune
     checkpoint = tune.get_checkpoint()
     if checkpoint is None:

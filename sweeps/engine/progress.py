@@ -1,6 +1,6 @@
 """Driver-side callbacks: record the configurations that failed for good, and print one progress
 line. Neither does work that grows with the sweep at each trial's end: results.parquet is merged
-from the parts once, when the run ends (sweeps/runner.py), and the parts are the table meanwhile.
+from the parts once, when the run ends (sweeps/engine/runner.py), and the parts are the table meanwhile.
 
     [air_quality-regression80] configurations 5/22 done, 2 running, 15 pending, 0 failed |
     folds 61/220 | best sbfn_ls rmse 0.312 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
@@ -14,9 +14,9 @@ import time
 from ray.tune import Callback
 
 from sbfn_dist.settings import records
-from sweeps.spaces import axis_text
-from sweeps.store import ResultStore
-from sweeps.trainable import PackMatesFailed, error_line, folds_of
+from sweeps.engine.spaces import axis_text
+from sweeps.engine.store import ResultStore
+from sweeps.engine.trainable import PackMatesFailed, error_line, folds_of
 
 
 def _clock(seconds: float) -> str:
@@ -206,7 +206,7 @@ def _pack(trial) -> list[dict]:
 
 
 def _summaries(trial) -> dict:
-    """Each configuration's running summary (sweeps.trainable.summarise) by trial key."""
+    """Each configuration's running summary (sweeps.engine.trainable.summarise) by trial key."""
     return (trial.last_result or {}).get("configs") or {}
 
 

@@ -13,14 +13,14 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
-from sweeps.options import add_flags, given
-from sweeps.runner import SweepOptions, failed_trials, result_store, run_sweep
-from sweeps.spaces import smoke
-from sweeps.sweepfile import sweep_options
+from sweeps.engine.options import add_flags, given
+from sweeps.engine.runner import SweepOptions, failed_trials, result_store, run_sweep
+from sweeps.engine.spaces import smoke
+from sweeps.engine.sweepfile import sweep_options
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """A sweep command's parser with every run option (sweeps/options.py) and --list-fields;
+    """A sweep command's parser with every run option (sweeps/engine/options.py) and --list-fields;
     no abbreviations: a misspelt flag that starts a real one (the epsilon of --epsilons) is
     refused, not silently taken for it."""
     p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
@@ -31,7 +31,7 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def options(args, default_name: str, default_objective: str) -> SweepOptions:
-    """The flags as SweepOptions, translated as sweep files are (sweeps/sweepfile.py)."""
+    """The flags as SweepOptions, translated as sweep files are (sweeps/engine/sweepfile.py)."""
     values = given(args)
     return sweep_options(values, default_name=default_name, objective=default_objective,
                          smoke=values.get("smoke", False),

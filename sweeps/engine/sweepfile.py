@@ -12,7 +12,7 @@ SweepOptions (docs/sweeps.md, "Python API and sweep files").
     resources: {num_cpus: 2, cpus_per_trial: 1}
 
 Every value is checked before Ray starts: a key's kind here (the run options' kinds are
-sweeps/options.py's, as for their flags), a trial setting by the library (TrialConfig, through
+sweeps/engine/options.py's, as for their flags), a trial setting by the library (TrialConfig, through
 runner.plan), the run options together by SweepOptions.validate; an error names the key and the
 file. A key given twice in a file is refused (YAML would keep the last). Paths (csv:PATH, data_dir, storage) are relative to the current directory, as
 on the command line.
@@ -28,10 +28,10 @@ import yaml
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.errors import did_you_mean
-from sweeps import options as run_options
-from sweeps.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
-from sweeps.runner import SweepOptions, plan
-from sweeps.spaces import Grid, SweepSpec, grid_sweep, image_sweep, named_grid, smoke
+from sweeps.engine import options as run_options
+from sweeps.engine.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
+from sweeps.engine.runner import SweepOptions, plan
+from sweeps.engine.spaces import Grid, SweepSpec, grid_sweep, image_sweep, named_grid, smoke
 
 
 class SweepFileError(SbfnError):
@@ -45,7 +45,7 @@ def _names(value) -> list:
 
 
 # The keys that shape the trials (the commands' grid flags); the run options' keys are
-# sweeps/options.py's, under the top level or `resources` (docs/sweeps.md has the table).
+# sweeps/engine/options.py's, under the top level or `resources` (docs/sweeps.md has the table).
 SPEC_KEYS = {
     "dataset": TEXT, "task": TEXT, "grid": TEXT, "axes": MAPPING, "folds": INTEGER,
     "seeds": COUNT, "references": FLAG, "per_fold": FLAG,
@@ -253,7 +253,7 @@ def _default_name(spec: SweepSpec, label: str | None) -> str:
 def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool,
                   overrides: dict, command: str) -> SweepOptions:
     """SweepOptions from a sweep's run options by name (a file's keys and resources, a command's
-    flags; None or absent: the default, sweeps/options.py), its trial settings (`overrides`:
+    flags; None or absent: the default, sweeps/engine/options.py), its trial settings (`overrides`:
     --set) and data_dir, which joins them."""
     given = {k: v for k, v in given.items() if v is not None}
     for key in SWEEP_OWN.keys() & overrides.keys():

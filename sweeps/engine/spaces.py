@@ -142,7 +142,7 @@ class SweepSpec:
     extra_trials: tuple = ()      # overrides outside the product (competitors)
     reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
-    per_fold: bool = False        # each trial repeated per fold of its split (sweeps.runner.plan)
+    per_fold: bool = False        # each trial repeated per fold of its split (sweeps.engine.runner.plan)
     innermost: str | None = None  # the axis crossed last: its values' trials run side by side
 
     @property
@@ -203,7 +203,7 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
     """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
     per seed. Each trial runs every fold and every combiner (with every value of the combiner
     settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses. `grid` is a
-    named one (tabular_sweep) or a sweep file's (sweeps/sweepfile.py), `label` its name."""
+    named one (tabular_sweep) or a sweep file's (sweeps/engine/sweepfile.py), `label` its name."""
     _check_tabular(task, dataset, settings)
     folds = grid.folds if folds is None else folds
     given = {k: v for k, v in settings.items() if v is not None}

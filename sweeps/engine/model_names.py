@@ -11,7 +11,7 @@ registry); the models a trial computes are its config's fields that name them.
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.settings.tasks import ESTIMATORS, TASKS
 from sbfn_dist.errors import did_you_mean
-from sweeps.trainable import trial_config
+from sweeps.engine.trainable import trial_config
 
 # The config fields whose names are the models of a trial's records (sbfn_dist.experiment:
 # one model per combiner, competitor and plug-in).
@@ -19,7 +19,7 @@ MODEL_FIELDS = ("combiners", "competitors", "plugin_members")
 
 
 def check_model_names(spec, base: dict, sweep: str, objective: str) -> None:
-    """Every model name of the sweep's trials, then its objective (sweeps.runner.validate)."""
+    """Every model name of the sweep's trials, then its objective (sweeps.engine.runner.validate)."""
     kinds = distinct_trials(spec.trials(base), base)
     for trial in kinds:
         check_names({**base, **trial}, spec.task)

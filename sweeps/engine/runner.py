@@ -2,7 +2,7 @@
 
     results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
                      mlflow.db + mlartifacts/ (default tracking store),
-                     optuna.db (--search optuna: the study, sweeps/study.py)
+                     optuna.db (--search optuna: the study, sweeps/engine/study.py)
 """
 
 import functools
@@ -22,22 +22,22 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.fields import field as config_field
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.interfaces.summary import comparison_table
-from sweeps.claim import Claim, take_over
-from sweeps.environment import ray_environment
-from sweeps.model_names import check_model_names
-from sweeps.next_steps import console_script, installed, python_module
-from sweeps.options import DEFAULTS as DEFAULT, gpu_share
-from sweeps.packing import PACK_MODES, packs
-from sweeps.spaces import SweepSpec, axis_text
-from sweeps.store import ResultStore
-from sweeps.tracking_uri import check_tracking_uri, hide, mask
-from sweeps.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
+from sweeps.engine.claim import Claim, take_over
+from sweeps.engine.environment import ray_environment
+from sweeps.engine.model_names import check_model_names
+from sweeps.engine.next_steps import console_script, installed, python_module
+from sweeps.engine.options import DEFAULTS as DEFAULT, gpu_share
+from sweeps.engine.packing import PACK_MODES, packs
+from sweeps.engine.spaces import SweepSpec, axis_text
+from sweeps.engine.store import ResultStore
+from sweeps.engine.tracking_uri import check_tracking_uri, hide, mask
+from sweeps.engine.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
 
 
 @dataclass
 class SweepOptions:
     name: str
-    # Defaults: the table of run options (sweeps/options.py), where each is declared once.
+    # Defaults: the table of run options (sweeps/engine/options.py), where each is declared once.
     storage: str = DEFAULT["storage"]       # parent directory or URI; results go to <storage>/<name>
     address: str | None = DEFAULT["address"]
     num_cpus: int | None = DEFAULT["num_cpus"]      # local Ray only (None: all cores)
@@ -53,7 +53,7 @@ class SweepOptions:
     search_seed: int = DEFAULT["search_seed"]
     objective: str = DEFAULT["objective"]   # model whose score search and "best" use
     max_failures: int = DEFAULT["max_failures"]
-    pack: str = DEFAULT["pack"]             # sweeps.packing: configurations training together
+    pack: str = DEFAULT["pack"]             # sweeps.engine.packing: configurations training together
     node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
                                         # locally, 600 s on a cluster (its autoscaler may start
                                         # from no worker)
@@ -67,7 +67,7 @@ class SweepOptions:
         # local Ray given --num-cpus would be refused by Ray with a traceback.
         self.address = self.address or os.environ.get("RAY_ADDRESS") or None
         self.gpus_per_trial = gpu_share(self.gpus_per_trial, self.num_gpus)
-        # A password in --mlflow-uri stays in this process (sweeps/tracking_uri.py): what the
+        # A password in --mlflow-uri stays in this process (sweeps/engine/tracking_uri.py): what the
         # sweep prints and stores -- sweep.json, Tune's state, MLflow's params -- never has it.
         self.mlflow_uri = hide(self.mlflow_uri)
         self.command = mask(self.command)
@@ -184,7 +184,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     if opts.dry_run:
         print_plan(spec, opts, configs, out)
         return None
-    with ray_environment(opts.verbose):   # Ray's settings, quiet logs (sweeps/environment.py)
+    with ray_environment(opts.verbose):   # Ray's settings, quiet logs (sweeps/engine/environment.py)
         return _run(spec, opts, configs, out)
 
 
@@ -205,11 +205,11 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: Re
              held: Claim, out) -> SweepOutcome:
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
-        from sweeps.study import check_study
+        from sweeps.engine.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
-    from sweeps.resources import Interruption
-    from sweeps.store import RESULTS_FILE
+    from sweeps.engine.resources import Interruption
+    from sweeps.engine.store import RESULTS_FILE
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
         where = _connect(opts, held, interruption)
         warm.join()
@@ -256,7 +256,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
 def _study_note(opts: SweepOptions, store: ResultStore) -> str:
     if opts.search != "optuna":
         return ""
-    from sweeps.study import where_note
+    from sweeps.engine.study import where_note
     return where_note(store)
 
 
@@ -264,7 +264,7 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
     """The study's URL and its copy beside remote results (made now), for the summary."""
     if opts.search != "optuna":
         return None, None
-    from sweeps.study import publish_copy, study_url
+    from sweeps.engine.study import publish_copy, study_url
     return study_url(store), publish_copy(store)
 
 
@@ -285,11 +285,11 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
 
 
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
-    from sweeps.resources import check_trial_fits, connect
+    from sweeps.engine.resources import check_trial_fits, connect
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose)
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
-        held.record_ray(session)    # what a kill leaves of it, the next run stops (sweeps/claim.py)
+        held.record_ray(session)    # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
     return where
@@ -301,7 +301,7 @@ def trial_slots(opts: SweepOptions) -> int:
     if opts.max_concurrent:
         return opts.max_concurrent
     # A Ray never imported is not initialised; importing it here (a dry run) would fix where a
-    # later local Ray binds before the sweep sets its environment (sweeps/environment.py).
+    # later local Ray binds before the sweep sets its environment (sweeps/engine/environment.py).
     ray = sys.modules.get("ray")
     cpus = (ray.cluster_resources().get("CPU", 1) if ray and ray.is_initialized()
             else opts.num_cpus or os.cpu_count() or 1)
@@ -309,7 +309,7 @@ def trial_slots(opts: SweepOptions) -> int:
 
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
-    """The configurations of each Ray trial (sweeps.packing); Optuna samples one at a time."""
+    """The configurations of each Ray trial (sweeps.engine.packing); Optuna samples one at a time."""
     return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
 
 
@@ -317,7 +317,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
          trial_packs_: list[list[int]], interruption):
     from ray import tune
 
-    from sweeps.environment import defaults_while
+    from sweeps.engine.environment import defaults_while
     base = shared(spec, opts)
     resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
     trainable = tune.with_resources(
@@ -327,7 +327,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
     tuner = _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_)
-    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop (sweeps.resources.Interruption)
+    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop (sweeps.engine.resources.Interruption)
     tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
     with defaults_while(tune_settings):
         results = _fit_or_interrupted(tuner.fit, interruption)
@@ -361,7 +361,7 @@ def _pending_trials(opts: SweepOptions) -> dict:
     """Tune keeps one trial of a searcher (Optuna) waiting at a time unless a concurrency limit
     is set; while that one's worker starts, a finished trial's worker takes it (cancelling the
     start) and one trial runs at a time. A slot's worth waiting leaves a trial for the free
-    worker (sweeps.resources.filling_slots). Grid search keeps up to 200 waiting already."""
+    worker (sweeps.engine.resources.filling_slots). Grid search keeps up to 200 waiting already."""
     if opts.search == "grid" or opts.max_concurrent:
         return {}
     return {"TUNE_MAX_PENDING_TRIALS_PG": str(trial_slots(opts))}
@@ -390,7 +390,7 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
     def warm():
         if not opts.mlflow:
             return
-        from sweeps.tracking import open_experiment
+        from sweeps.engine.tracking import open_experiment
         uri, artifacts = _tracking_store(opts, store)
         try:
             open_experiment(uri, opts.name, artifacts)
@@ -403,8 +403,8 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
 
 
 def _callbacks(spec, opts, store, configs, resolve):
-    from sweeps.progress import ProgressLine, StoreKeeper
-    from sweeps.tracking import MLflowSweepLogger
+    from sweeps.engine.progress import ProgressLine, StoreKeeper
+    from sweeps.engine.tracking import MLflowSweepLogger
     total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
         opts.num_samples * len(folds_of(configs[0]))
     progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
@@ -437,7 +437,7 @@ def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
         # --verbose: Tune's own status tables too.
         progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=int(opts.verbose))
     tune_config, space = _search(spec, opts, store, configs, trial_packs_)
-    from sweeps.resources import filling_slots
+    from sweeps.engine.resources import filling_slots
     tune_config.scheduler = filling_slots(tune_config.scheduler)   # every slot gets a trial
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
@@ -474,8 +474,8 @@ class _Shared(list):
 
 
 def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
-    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/study.py)."""
-    from sweeps.study import open_study, searcher
+    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py)."""
+    from sweeps.engine.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
               "objective": f"CV mean {metric_of(spec.task)} of {opts.objective or 'the best model'}"}
     storage = open_study(store, opts.name, spec.mode, opts.resume, labels)
@@ -582,7 +582,7 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     print(f"\nresults:  {where}/results.parquet", file=out)
     if outcome.tracking_uri:
         print(f"MLflow:   {outcome.tracking_uri} (experiment '{opts.name}')", file=out)
-        from sweeps.tracking import ui_hint
+        from sweeps.engine.tracking import ui_hint
         print(ui_hint(outcome.tracking_uri, opts.name), file=out)
     if outcome.study:
         copy = f"; a copy at {outcome.study_copy}" if outcome.study_copy else ""
@@ -590,6 +590,6 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
             f"   (install it: {python_module('pip', 'install', 'optuna-dashboard')})"
         print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "
               f"{console_script('optuna-dashboard', outcome.study)}{install}", file=out)
-    # Commands as they run when pasted: this interpreter, quoted paths (sweeps/next_steps.py).
+    # Commands as they run when pasted: this interpreter, quoted paths (sweeps/engine/next_steps.py).
     print(f"report:   {python_module('analysis.report', where)}", file=out)
 

@@ -23,7 +23,7 @@ them later: results.parquet holds every record either way.
 
 Every tracking URI here is the public one, without a password (what the callback pickles into
 Tune's state, the ledger saves and the sweep prints); MLflow's client alone gets the credentials,
-at the moment it is made and while it works (sweeps/tracking_uri.py, client_environment).
+at the moment it is made and while it works (sweeps/engine/tracking_uri.py, client_environment).
 """
 
 import contextlib
@@ -44,11 +44,11 @@ from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.environment import defaults_while, quiet_libraries, values_while
-from sweeps.next_steps import console_script, python_module
-from sweeps.store import ResultStore
-from sweeps.trainable import folds_of, summarise
-from sweeps.tracking_uri import login, mask
+from sweeps.engine.environment import defaults_while, quiet_libraries, values_while
+from sweeps.engine.next_steps import console_script, python_module
+from sweeps.engine.store import ResultStore
+from sweeps.engine.trainable import folds_of, summarise
+from sweeps.engine.tracking_uri import login, mask
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
 MLFLOW_PARAM_CHARS = 6000         # and values up to 6000 characters
@@ -58,7 +58,7 @@ NUMERIC = (int, float)
 # (measured, the back-off has jitter).
 # The last one stops a "View run ... at" line (and one more request) per finished run.
 # A user's own settings of these variables win; they hold only while the sweep (or the
-# logging thread, or sweeps.relog) runs (sweeps/environment.py).
+# logging thread, or sweeps.relog) runs (sweeps/engine/environment.py).
 CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
 COOLDOWN_S = 30.0                 # after a failed operation, the next ones go straight to the list
@@ -85,7 +85,7 @@ def code_version() -> str:
 def client_environment(tracking_uri: str):
     """What MLflow's client reads from the environment while it works for the sweep: the
     bounded retries (CLIENT_SETTINGS, unless the user set them) and the credentials taken out
-    of --mlflow-uri (sweeps/tracking_uri.py), which MLflow reads at each request."""
+    of --mlflow-uri (sweeps/engine/tracking_uri.py), which MLflow reads at each request."""
     with defaults_while(CLIENT_SETTINGS), values_while(login(tracking_uri).env):
         yield
 
@@ -223,7 +223,7 @@ class SweepTracker:
     # --- metrics ------------------------------------------------------------------------------
     def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
         """Fold k's own scores as `fold/<metric>/...` at step k, and the running CV means
-        (sweeps.trainable.summarise) at step = folds done: the runs table shows the means."""
+        (sweeps.engine.trainable.summarise) at step = folds done: the runs table shows the means."""
         running = numeric_metrics(summary, self._summary_metric, stamp,
                                   int(summary.get("folds_done", 0)))
         part = self.store.read_part(config["trial_id"], fold) or []
