@@ -4,8 +4,8 @@ A sweep's directory (a local path or a URI such as the sweeps' --storage takes: 
 file://) holds `results.parquet`: one file, or a directory of part files (one per finished
 trial); or, before the driver first merged them, only `parts/`; and optionally `sweep.json`
 with the grid and `n_trials_expected`. Rows are `sbfn_dist.experiment.run_trial` records (built
-by `sbfn_dist.settings.records`, whose registry names every column) with the sweep columns `sweep` and
-`trial_id` filled in by the sweeps runner.
+by `sbfn_dist.settings.records`, whose registry names every column) with the sweep columns `sweep`
+and `trial_id` filled in by the sweeps runner.
 """
 
 import json

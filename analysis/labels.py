@@ -1,11 +1,12 @@
 """Display names and the order of models and hyper-parameters in tables and figures.
 
-Model names come from `sbfn_dist.settings.records.MODEL_LABELS` (one display name per model, the names
-the paper's tables use); the hyper-parameter symbols and architecture-mix names are analysis's
+Model names come from `sbfn_dist.settings.records.MODEL_LABELS` (one display name per model, the
+names the paper's tables use); the hyper-parameter symbols and architecture-mix names are analysis's
 own (nothing else prints them).
 """
 
-from sbfn_dist.settings.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401  (re-exported)
+# Re-exported for analysis's modules.
+from sbfn_dist.settings.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401
 
 COMPETITORS = set(ESTIMATORS)
 # Colours follow the registry's order, so a model keeps its colour whatever else is plotted.

@@ -1,13 +1,14 @@
 """Image members on CPUs: the trial's training loop in the layout before (NCHW) vs what `auto`
 runs now (channels_last), side by side.
 
-Both sides run the library's one loop, `sbfn_dist.learners.training.train_cnn_pack`, fp32 and eager (what
-a CPU trial resolves `precision` and `step_engine` to), with the two on-the-fly heads, on random
-images (crop + flip where the data set has them), batch 128, Adam, 2 threads. They differ only in
-the tensors' memory format, which `sbfn_dist.learners.steps.memory_format` picks: oneDNN's convolutions
-run NHWC natively, so channels_last spares them a reorder of every activation and gradient. Two
-shapes: CIFAR-10's 3x32x32 (per-member convolutions on a CPU) and digits' 1x8x8 (grouped ones).
-Each side is timed `repeats` times, interleaved; the ratio is the median of the pairs'.
+Both sides run the library's one loop, `sbfn_dist.learners.training.train_cnn_pack`, fp32 and eager
+(what a CPU trial resolves `precision` and `step_engine` to), with the two on-the-fly heads, on
+random images (crop + flip where the data set has them), batch 128, Adam, 2 threads. They differ
+only in the tensors' memory format, which `sbfn_dist.learners.steps.memory_format` picks: oneDNN's
+convolutions run NHWC natively, so channels_last spares them a reorder of every activation and
+gradient. Two shapes: CIFAR-10's 3x32x32 (per-member convolutions on a CPU) and digits' 1x8x8
+(grouped ones). Each side is timed `repeats` times, interleaved; the ratio is the median of the
+pairs'.
 
     python -m benchmarks.bench_image_cpu [--quick]
 """

@@ -2,9 +2,9 @@
 
 Both sides train M = 5 SimpleCNNs with Adam (lr 1e-3), batch 64, for the same epochs on the
 same normalised training images, and are scored on the same test images. Ours: one member stack
-(`sbfn_dist.learners.training.train_cnn`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly s-BFN head
-stepping on every batch), batches sliced from device tensors. Theirs: `VotingClassifier`, M
-independent copies trained one after another, each epoch over a torch DataLoader. Our side runs
+(`sbfn_dist.learners.training.train_cnn`: epsilon-WTA cross-entropy of Algorithm 2, the on-the-fly
+s-BFN head stepping on every batch), batches sliced from device tensors. Theirs: `VotingClassifier`,
+M independent copies trained one after another, each epoch over a torch DataLoader. Our side runs
 at epsilon = 0.5 (the method) and at epsilon = (M-1)/M, where every delta is 1/M: independent
 members up to a loss scale Adam ignores, i.e. what VotingClassifier trains. Throughput =
 training images per second (one image = all M members seeing it once). Repeats are

@@ -1,8 +1,8 @@
 """Reference trainer: M separate torch models in a Python loop, autograd and torch.optim.
 
-It does the same work as `sbfn_dist.learners.training.train_mlp` (same initial parameters, same batches,
-same delta, the same geometry's loss) with one nn.Sequential per member. Tests use it to check
-the vectorised trainer and its hand-written gradients (squared loss and cross-entropy);
+It does the same work as `sbfn_dist.learners.training.train_mlp` (same initial parameters, same
+batches, same delta, the same geometry's loss) with one nn.Sequential per member. Tests use it to
+check the vectorised trainer and its hand-written gradients (squared loss and cross-entropy);
 benchmarks use it as the loop baseline. Not used for experiments.
 """
 

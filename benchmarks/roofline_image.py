@@ -1,7 +1,7 @@
 """How fast could the image members' training step be on a GPU? A roofline floor per step.
 
-Runs the library's training step (`sbfn_dist.learners.training._cnn_step`: members forward in bf16 or
-fp32, the epsilon-WTA loss, backward, fused Adam, the s-BFN and MoE heads) once on the CPU,
+Runs the library's training step (`sbfn_dist.learners.training._cnn_step`: members forward in bf16
+or fp32, the epsilon-WTA loss, backward, fused Adam, the s-BFN and MoE heads) once on the CPU,
 with the grouped stacks a GPU runs (MemberStack strategy "grouped", channels_last for bf16), and
 records every kernel-level (aten) operation it dispatches: its FLOPs (torch.utils.flop_counter's
 formulas) and the bytes it reads and writes (its tensor arguments and results; views move

@@ -12,7 +12,8 @@ reads) does not import torch.
 __version__ = "0.2.0"
 
 _EXPORTS = {"run_trial": "sbfn_dist.experiment", "TrialConfig": "sbfn_dist.settings.config",
-            "SBFNRegressor": "sbfn_dist.interfaces.estimators", "SBFNClassifier": "sbfn_dist.interfaces.estimators"}
+            "SBFNRegressor": "sbfn_dist.interfaces.estimators",
+            "SBFNClassifier": "sbfn_dist.interfaces.estimators"}
 __all__ = ["__version__", *_EXPORTS]
 
 

@@ -3,9 +3,9 @@
     python -m sweeps.appendix [--out DIR] [--runs 5] [--members 2 5 10 20 50]
 
 M in {2, 5, 10, 20, 50} x {GBF, RBF-KMeans} x 5 runs of s-BFN least squares on "sincos"
-(sweeps.engine.basis_comparison); the records go to DIR/results.parquet, the units' centres of run 0 to
-DIR/centres.parquet with the training points in DIR/points.parquet, and analysis.basis_comparison then
-writes the table and both figures to DIR/report. Runs in this process (50 small trainings take
+(sweeps.engine.basis_comparison); the records go to DIR/results.parquet, the units' centres of run 0
+to DIR/centres.parquet with the training points in DIR/points.parquet, and analysis.basis_comparison
+then writes the table and both figures to DIR/report. Runs in this process (50 small trainings take
 about a minute): no Ray needed.
 """
 

@@ -1,4 +1,5 @@
-"""`python -m sweeps.cifar10`: the image sweep on cifar10 (options: --help, sweeps/engine/image_commands.py)."""
+"""`python -m sweeps.cifar10`: the image sweep on cifar10 (options: --help,
+sweeps/engine/image_commands.py)."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""`python -m sweeps.fashion_mnist`: the image sweep on fashion_mnist (options: --help, sweeps/engine/image_commands.py)."""
+"""`python -m sweeps.fashion_mnist`: the image sweep on fashion_mnist (options: --help,
+sweeps/engine/image_commands.py)."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""`python -m sweeps.mnist`: the image sweep on mnist (options: --help, sweeps/engine/image_commands.py)."""
+"""`python -m sweeps.mnist`: the image sweep on mnist (options: --help,
+sweeps/engine/image_commands.py)."""
 
 import sys
 

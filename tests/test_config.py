@@ -1,5 +1,5 @@
-"""TrialConfig: validated from the one settings table (sbfn_dist.settings.fields); a field that does not
-apply to the trial is refused, never silently ignored and recorded as if used."""
+"""TrialConfig: validated from the one settings table (sbfn_dist.settings.fields); a field that does
+not apply to the trial is refused, never silently ignored and recorded as if used."""
 
 import pickle
 

@@ -53,8 +53,8 @@ class TrainableHead(nn.Module):
         """Hook called before every epoch (Algorithm 2 updates gamma here)."""
 
     def batch(self, P: torch.Tensor, y: torch.Tensor) -> None:
-        """The on-the-fly observer of member training (sbfn_dist.learners.training): one step per batch.
-        Heads are float32 whatever the members' dtype; the MLP trainer runs under no_grad."""
+        """The on-the-fly observer of member training (sbfn_dist.learners.training): one step per
+        batch. Heads are float32 whatever the members' dtype; the MLP trainer runs under no_grad."""
         with torch.enable_grad():
             self.step(P.float(), y)
 

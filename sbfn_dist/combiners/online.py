@@ -12,8 +12,8 @@ alpha <- alpha - eta_alpha * (mean_i (y_hat_i - y_i) phi_i + lambda2 alpha).
       gamma_ij; that profile is unbounded and diverges under the alpha update in our runs,
       while the paper reports stable G3 results (docs/method.md).
 On-the-fly regime: the stream is the members' own training-time predictions (recorded by
-`sbfn_dist.learners.training.StreamRecorder`); plug-in regime: the frozen members' predictions on the
-training set, replayed for `epochs` passes. Centres/scales and alpha are computed for the
+`sbfn_dist.learners.training.StreamRecorder`); plug-in regime: the frozen members' predictions on
+the training set, replayed for `epochs` passes. Centres/scales and alpha are computed for the
 whole stream with cumulative sums; only the alpha recursion is a loop, shared by every
 (variant, lambda2) pair so that a grid of them costs one pass.
 """
@@ -128,8 +128,8 @@ def fit_online_grid(z: np.ndarray, y: np.ndarray, batch_size: int, models: list)
 
 def fit_online_streams(streams: list, y: np.ndarray, batch_size: int) -> list:
     """Fit the OnlineSBFN models of several streams that share one visit order (the hypothesis
-    sets of one pack, sbfn_dist.learners.training.train_mlp_pack) in one alpha recursion: its steps are
-    numpy calls whose cost hardly grows with the number of models. streams: [(z, models)];
+    sets of one pack, sbfn_dist.learners.training.train_mlp_pack) in one alpha recursion: its steps
+    are numpy calls whose cost hardly grows with the number of models. streams: [(z, models)];
     features are computed once per (variant, window, basis) and stream, and zero-padded to the
     widest stream (a zero feature keeps its alpha at 0)."""
     features, states, index = [], [], []

@@ -21,8 +21,8 @@ from sbfn_dist.learners.competitors import build_competitor, competitor_configs
 from sbfn_dist.data.splits import kfold_splits
 from sbfn_dist.learners.training import MLPConfig, epoch_order
 
-# The grid each plug-in tuning draws its candidates from (sbfn_dist.learners.competitors): "default" is
-# the competitors' default setting, so a plug-in column is the model of a default competitor
+# The grid each plug-in tuning draws its candidates from (sbfn_dist.learners.competitors): "default"
+# is the competitors' default setting, so a plug-in column is the model of a default competitor
 # row; "inner_cv" chooses among the competitors' "small" grid.
 CANDIDATES = {"default": "default", "inner_cv": "small"}
 

@@ -2,8 +2,8 @@
 paper's general s-BFN with K chosen by inner CV, and the stacking anchors it must beat.
 
 All fit(D, y) / predict(D) on the structured dataset D (N, M + P): the M members' training
-predictions and the P plug-ins' out-of-fold ones (sbfn_dist.combiners.plugins), so a weight learned on D
-is a weight for unseen rows.
+predictions and the P plug-ins' out-of-fold ones (sbfn_dist.combiners.plugins), so a weight learned
+on D is a weight for unseen rows.
 
 - SBFNRBF ("sbfn_rbf"): K multivariate Gaussian units over the whole hypothesis vector
   (k-means centres, widths by `width`), the raw columns as linear terms and an intercept: the
@@ -114,8 +114,8 @@ class BestSingle:
 
 
 def heterogeneous_combiner(name: str, setting, seed: int, columns):
-    """The combiner `name` of sbfn_dist.settings.tasks.HETEROGENEOUS, unfitted; `setting(field)` reads
-    the trial's settings, `columns` names D's columns."""
+    """The combiner `name` of sbfn_dist.settings.tasks.HETEROGENEOUS, unfitted; `setting(field)`
+    reads the trial's settings, `columns` names D's columns."""
     if name == "sbfn_rbf":
         return SBFNRBF(setting("rbf_units"), setting("lambda2"), setting("inner_folds"),
                        setting("rbf_width"), seed)

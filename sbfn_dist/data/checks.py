@@ -4,7 +4,7 @@
                               two classes (check_table)
     experiment.make_parts     every training part: a varying target, rows for the inner folds,
                               a stratified validation part (experiment.check_parts)
-    sweeps.engine.runner             the same two, once per data set in the driver, before Ray starts
+    sweeps.engine.runner      the same two, once per data set in the driver, before Ray starts
     estimators                the facts that apply to the X, y given to fit
 
 Each refusal is a DataError that names the problem and the fix. Missing feature values (NaN)

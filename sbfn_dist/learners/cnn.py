@@ -285,8 +285,8 @@ class Ensemble(nn.Module):
     """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture, seeds[j] its seed.
 
     Members of one architecture share a MemberStack. A packed ensemble (several hypothesis sets
-    side by side, sbfn_dist.learners.training.train_cnn_pack) is one Ensemble too; `subset` takes one set
-    back out as an ensemble of its own.
+    side by side, sbfn_dist.learners.training.train_cnn_pack) is one Ensemble too; `subset` takes
+    one set back out as an ensemble of its own.
     forward: (B, C_in, H, W) -> (B, M, n_classes) in member order j = 0..M-1.
     """
 

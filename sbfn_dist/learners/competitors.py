@@ -105,7 +105,8 @@ REGISTRY = {
         "small": _grid(hidden_layer_sizes=[[100]], alpha=[1e-4, 1e-2]),
     },
 }
-assert tuple(REGISTRY) == ESTIMATORS, "sbfn_dist.settings.tasks.ESTIMATORS lists the registry's names"
+assert tuple(REGISTRY) == ESTIMATORS, \
+    "sbfn_dist.settings.tasks.ESTIMATORS lists the registry's names"
 # Settings a task's model does not take, left out of its records (they were not used).
 UNUSED = {("svm_rbf", "classification"): ("epsilon",)}
 

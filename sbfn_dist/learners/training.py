@@ -61,7 +61,7 @@ class TrainingDiverged(RuntimeError):
 
 @dataclass(frozen=True)
 class MLPConfig:
-    """What train_mlp uses; defaults are the tabular-regression ones of sbfn_dist.settings.fields."""
+    """What train_mlp uses; defaults: the tabular-regression ones of sbfn_dist.settings.fields."""
     n_members: int = _MLP["n_members"]
     epsilon: float = _MLP["epsilon"]
     width: int = _MLP["width"]              # kappa: neurons per hidden layer
@@ -81,7 +81,7 @@ class MLPConfig:
 
 @dataclass(frozen=True)
 class CNNConfig:
-    """What train_cnn uses; defaults are the image-classification ones of sbfn_dist.settings.fields."""
+    """What train_cnn uses; defaults: the image-classification ones of sbfn_dist.settings.fields."""
     ensemble: str = _CNN["ensemble"]        # mixed (heterogeneous) | cnn | resnet | an architecture
     n_members: int = _CNN["n_members"]
     epsilon: float = _CNN["epsilon"]
@@ -121,7 +121,8 @@ class TrainedMembers:
             return self.model(x)
         device = next(self.model.parameters()).device
         with autocast(self.precision, device):
-            return self.model(x.contiguous(memory_format=memory_format(self.precision, device))).float()
+            x = x.contiguous(memory_format=memory_format(self.precision, device))
+            return self.model(x).float()
 
     def predict(self, x) -> torch.Tensor:
         """The structured dataset D: (N, M) predictions, or (N, M, C) member probabilities."""

@@ -4,8 +4,8 @@
     cfg.epsilon, cfg.task, cfg.to_dict()
 
 What each field allows, its default and where it applies are declared once, in
-`sbfn_dist.settings.fields`. A field that does not apply to the trial (an image setting on a table, a
-step size of a combiner that does not run) is refused with an error naming it and where it does
+`sbfn_dist.settings.fields`. A field that does not apply to the trial (an image setting on a table,
+a step size of a combiner that does not run) is refused with an error naming it and where it does
 apply; reading it from the config raises the same error, so no code can use a setting the trial
 does not have. `to_dict()` holds only the fields that apply, so the records do too.
 """

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from sbfn_dist import __version__
 from sbfn_dist.settings.fields import FIELDS, HETEROGENEOUS, Ctx  # noqa: F401 (analysis)
-from sbfn_dist.settings.tasks import CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS  # noqa: F401 (analysis)
+from sbfn_dist.settings.tasks import (  # noqa: F401 (analysis)
+    CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS)
 
 STATUSES = ("ok", "diverged", "failed")
 FAMILIES = ("sbfn", "competitor")
@@ -46,7 +47,8 @@ MODEL_LABELS = {
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: str          # identity | config | setting | data | score | diagnostic | member | timing | size | status
+    # identity | config | setting | data | score | diagnostic | member | timing | size | status
+    kind: str
     doc: str = ""
     hyper: bool = False   # a hyper-parameter: configurations are compared over it
 
@@ -171,4 +173,5 @@ def check(record: dict) -> None:
     """Raise if a record holds a column the registry does not know (labels from `extra` aside)."""
     unknown = [k for k in record if k not in COLUMNS]
     if unknown:
-        raise KeyError(f"record columns {unknown} are not registered in sbfn_dist.settings.records.COLUMNS")
+        raise KeyError(f"record columns {unknown} are not registered in "
+                       "sbfn_dist.settings.records.COLUMNS")

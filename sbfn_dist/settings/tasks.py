@@ -3,8 +3,8 @@ Centroid-based Ensemble Combiners"). Squared loss (Euclidean) for regression, cr
 (simplex) for classification.
 
 A Task is a declarative spec (torch-free, so analysis may read it): the geometry's name in
-`sbfn_dist.learners.geometry.GEOMETRIES`, the headline metric and its direction, the score columns of
-every record, and the combiners and competitors a trial of the task may ask for. Code that
+`sbfn_dist.learners.geometry.GEOMETRIES`, the headline metric and its direction, the score columns
+of every record, and the combiners and competitors a trial of the task may ask for. Code that
 depends on the task asks its Task (or its geometry) instead of branching on names.
 """
 
@@ -35,8 +35,8 @@ CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit
                             "logit_mean_tuned", "prob_mean", "base_avg")
 
 # The paper's competitors (a sweep's default competitor trials), and every name of the
-# estimators registry (sbfn_dist.learners.competitors): each task has its own scikit-learn model of each
-# name; competitors and plug-ins may also be any estimator named by its import path.
+# estimators registry (sbfn_dist.learners.competitors): each task has its own scikit-learn model of
+# each name; competitors and plug-ins may also be any estimator named by its import path.
 COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
 ESTIMATORS = (*COMPETITORS, "extra_trees", "hist_gradient_boosting", "knn", "ridge", "mlp")
 # Scores where larger is better (every other score is an error or a loss).

@@ -1,7 +1,7 @@
 """Every run option of a sweep, declared once: what it allows, its default, its help, its flag,
 its sweep-file key and where it applies. The flags of every sweep command (`common_parser`), the
-keys of a sweep file (sweeps/engine/sweepfile.py) and SweepOptions' defaults (sweeps/engine/runner.py) are
-made from this table, so a new option is one row here.
+keys of a sweep file (sweeps/engine/sweepfile.py) and SweepOptions' defaults
+(sweeps/engine/runner.py) are made from this table, so a new option is one row here.
 
     --num-cpus 4                    a flag: every sweep command and `python -m sweeps run FILE`
     resources: {num_cpus: 4}        its key in a sweep file (or a dict: Sweep.from_dict)
