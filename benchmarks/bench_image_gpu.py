@@ -45,7 +45,7 @@ from sbfn_dist.learners import training
 from sbfn_dist.combiners.ensembles import make_head
 from sbfn_dist.data.images import DeviceImages, ImageData, _spec, holdout_splits
 from sbfn_dist.settings.fields import defaults
-from sbfn_dist.learners.cnn import Ensemble
+from sbfn_dist.learners.registry import Ensemble
 from sbfn_dist.learners.training import CNNConfig, ColumnObserver, train_cnn_pack
 
 BATCH, N_CLASSES, EPSILONS = 128, 10, (0.0, 0.1, 0.3, 0.5, 0.8)

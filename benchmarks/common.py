@@ -24,22 +24,25 @@ def threads(n: int):
         torch.set_num_threads(old)
 
 
-def seconds(fn) -> float:
-    start = time.perf_counter()
+def seconds(fn, clock=time.perf_counter) -> float:
+    """fn's duration on `clock`: wall time, or time.process_time (this process's CPU time, which
+    other jobs on a shared machine do not inflate; for single-threaded CPU work)."""
+    start = clock()
     fn()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def compare(sides: dict, repeats: int) -> dict:
+def compare(sides: dict, repeats: int, clock=time.perf_counter) -> dict:
     """Time each side `repeats` times, in turn (A B, then B A, ...) so drift hits both alike.
 
-    Returns {name: [seconds per repeat]}. Warm the sides up before (first calls are slow).
+    Returns {name: [seconds per repeat]} on `clock` (see seconds). Warm the sides up before
+    (first calls are slow).
     """
     names = list(sides)
     times = {name: [] for name in names}
     for r in range(repeats):
         for name in (names if r % 2 == 0 else names[::-1]):
-            times[name].append(seconds(sides[name]))
+            times[name].append(seconds(sides[name], clock))
     return times
 
 

@@ -25,6 +25,7 @@ from sbfn_dist.data import checks
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.learners.training import PACK_SHARED, TrainingDiverged
+from sbfn_dist.learners.registry import check_ensemble
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
 from sbfn_dist.learners.steps import resolve_engine, resolve_precision
@@ -41,6 +42,7 @@ class Fold:
     y_test: np.ndarray       # in the target's own units, or class codes
     task: str
     info: dict               # record columns: target, target_unit, n_train, n_val, n_test, ...
+    seed: int                # every random choice of the fold: fold_seed(config seed, index)
     scaler: FoldScaler | None = None    # regression: maps predictions back to target units
     x_val: object = None     # the validation part the stacked combiners fit on
     y_val: np.ndarray | None = None
@@ -147,13 +149,13 @@ def _run_pack(cfgs: list) -> list[list[dict]]:
 # What load_data reads, by modality: two configs that agree on these load the same data.
 LOAD_FIELDS = {"tabular": ("dataset", "task", "target", "data_dir", "include_random_vars",
                            "n_samples", "seed"),
-               "image": ("dataset", "data_dir")}
+               "image": ("dataset", "data_dir", "image_size")}
 
 
 def load_data(cfg: TrialConfig):
     if cfg.modality == "image":
         from sbfn_dist.data.images import load_images
-        return load_images(cfg.dataset, cfg.get("data_dir"))
+        return load_images(cfg.dataset, cfg.get("data_dir"), cfg.get("image_size"))
     from sbfn_dist.data.tabular import load_tabular
     return load_tabular(cfg.dataset, data_dir=cfg.get("data_dir"), target=cfg.get("target"),
                         include_random_vars=cfg.get("include_random_vars", False),
@@ -200,6 +202,10 @@ def check_data(configs) -> None:
         if key not in loaded:
             loaded[key] = load_data(cfg)
         make_parts(cfg, loaded[key])
+        if cfg.get("ensemble"):     # your member networks, on a dummy batch of the data's shape
+            x = loaded[key].x
+            check_ensemble(cfg.ensemble, x.shape[1], len(loaded[key].classes), x.shape[2:],
+                           cfg.device)
 
 
 def prepare_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
@@ -215,17 +221,19 @@ def _image_fold(cfg: TrialConfig, data, split, k: int) -> Fold:
     info = {"n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
             "target": "class", "target_unit": "", "n_classes": len(data.classes)}
     return Fold(k, images.train_x, images.train_y, images.test_x, images.test_y.cpu().numpy(),
-                "classification", info, x_val=images.val_x, y_val=images.val_y.cpu().numpy(),
-                n_classes=len(data.classes), images=images, device=str(images.device))
+                "classification", info, fold_seed(cfg.seed, k), x_val=images.val_x,
+                y_val=images.val_y.cpu().numpy(), n_classes=len(data.classes), images=images,
+                device=str(images.device))
 
 
 def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
     train_idx, test_idx = part
     classes = data.classes
+    seed = fold_seed(cfg.seed, k)
     val_idx = np.array([], dtype=np.int64)
     if classes is not None and cfg.uses_validation():
         train_idx, val_idx = tabular_splits.validation_part(data.y, train_idx, cfg.val_fraction,
-                                                            fold_seed(cfg.seed, k))
+                                                            seed)
     y = data.y
     regression = classes is None
     scaler = FoldScaler().fit(data.X[train_idx], y[train_idx] if regression else None)
@@ -233,7 +241,7 @@ def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
     y_train = scaler.transform_y(y[train_idx]) if regression else y[train_idx]
     info = {"target": data.target_name, "target_unit": data.target_unit,
             "n_train": len(train_idx), "n_test": len(test_idx)}
-    fold = Fold(k, x_train, y_train, x_test, y[test_idx], cfg.task, info,
+    fold = Fold(k, x_train, y_train, x_test, y[test_idx], cfg.task, info, seed,
                 scaler=scaler if regression else None,
                 device=resolve_device(cfg.get("device", "cpu")))
     if not regression:
@@ -301,7 +309,7 @@ def competitor_records(cfg: TrialConfig, name: str, fold: Fold, base: dict) -> l
     X, y = fold.competitor_part
     out = []
     for params in competitor_configs(name, cfg.competitor_grid, cfg.task):
-        model = build_competitor(name, params, fold_seed(cfg.seed, fold.index), cfg.task)
+        model = build_competitor(name, params, fold.seed, cfg.task)
         start = time.perf_counter()
         model.fit(X, y)
         train_seconds = time.perf_counter() - start

@@ -1,8 +1,9 @@
-"""python -m sweeps run FILE [--dry-run] [--resume] [--smoke] [run options]: the sweep a file defines.
+"""python -m sweeps run FILE [--dry-run] [--resume] [--smoke] [run options]: a file's sweep.
 
 FILE is a sweep file (YAML: data set, grid axes, settings, resources; docs/sweeps.md, "Python
-API and sweep files") or the name of one shipped in the package's sweeps/grids/ (regression80,
-demo, classification25, mnist). The same sweep from Python: Sweep.from_yaml(FILE).run().
+API and sweep files") or the name of a built-in grid, shipped as a file in the package's
+sweeps/grids/ (regression80, paper-full, heterogeneous, demo, classification25,
+classification/demo, mnist). The same sweep from Python: Sweep.from_yaml(FILE).run().
 The built-in grids' own commands: python -m sweeps.regression --help (also classification,
 cifar10, mnist, fashion_mnist). The run options (--num-cpus, --storage, --name, --set, ...) are
 every sweep command's; a flag replaces the file's key.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 from sweeps.engine import sweepfile
-from sweeps.api import Sweep, grid_file
+from sweeps.api import Sweep
 from sweeps.engine.commands import run
 from sweeps.engine.options import BY_NAME, add_flags, given, into_definition
 
@@ -35,12 +36,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build(argv):
-    """(spec, args, options) for sweeps.engine.commands.run, which runs it and reports errors in one line.
-    A flag replaces the file's key of the same option; --set joins the file's settings."""
+    """(spec, args, options) for sweeps.engine.commands.run, which runs it and reports errors
+    in one line. A flag replaces the file's key of the same option; --set joins the file's
+    settings."""
     args = parser().parse_args(argv)
     flags = given(args)
     shipped = not Path(args.file).exists() and Path(args.file).suffix not in (".yaml", ".yml")
-    path = grid_file(args.file) if shipped else args.file
+    path = sweepfile.grid_file(args.file) if shipped else args.file
     in_file = {k: v for k, v in flags.items() if BY_NAME[k].file_key}
     sweep = Sweep.from_dict(into_definition(sweepfile.load(path), in_file), source=str(path),
                             label=Path(path).stem)

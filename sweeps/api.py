@@ -8,15 +8,17 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
     result = sweep.run(num_cpus=4)                 # run options replace the file's
     result.frame                                   # results.parquet: one row per trial, fold, model
     result.result_grid                             # Ray Tune's ResultGrid, one result per trial
+    result.best()                                  # the best configuration: settings, CV scores
     sweep.resume()                                 # after an interruption: finished folds kept
 
-The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/sweepfile.py translates
-all three). Everything is checked when the Sweep is made, before Ray starts; a bad key or value
-raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and sweep files".
+The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/sweepfile.py
+translates all three). Everything is checked when the Sweep is made, before Ray starts; a bad
+key or value raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and
+sweep files".
 """
 
+import json
 from dataclasses import dataclass, field, replace
-from importlib import resources as package_files
 from pathlib import Path
 
 import pandas as pd
@@ -24,12 +26,31 @@ import pyarrow.parquet as pq
 
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import did_you_mean
+from sbfn_dist.settings.records import metric_of
+from sbfn_dist.settings.tasks import HIGHER_IS_BETTER, TASKS
 from sweeps.engine import sweepfile
 from sweeps.engine.options import OPTIONS, into_definition
-from sweeps.engine.runner import SweepOptions, SweepOutcome, plan, print_plan, result_store, run_sweep
-from sweeps.engine.spaces import TABULAR_GRIDS, SweepSpec
+from sweeps.engine.planning import folds_of, settings_of
+from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
+                                  run_sweep)
+from sweeps.engine.spaces import SweepSpec
 from sweeps.engine.store import RESULTS_FILE
-from sweeps.engine.tabular_commands import DEFAULT_DATASET
+from sweeps.engine.sweepfile import grid_file
+from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
+
+
+@dataclass(frozen=True)
+class BestConfiguration:
+    """A sweep's best configuration (SweepResult.best): what it set, and its CV scores."""
+    trial_id: str
+    settings: dict              # the hyper-parameters its grid point set (n_members, epsilon, ...)
+    model: str                  # the model it is ranked by: the sweep's objective
+    model_params: dict          # that model's best setting in it (e.g. {"lambda2": 3.0})
+    metric: str
+    score: float                # the CV mean of `metric` over its folds, at that setting
+    scores: dict                # the CV mean of each of the task's scores, at that setting
+    folds: int
+    config: dict = field(repr=False)    # its full config: run_trial(config) trains it again
 
 
 @dataclass
@@ -40,6 +61,9 @@ class SweepResult:
     result_grid: object = field(repr=False)            # ray.tune.ResultGrid
     tracking_uri: str | None = None                    # the MLflow store (None: --no-mlflow)
     study: str | None = None                           # search optuna: the study's URL
+    plan: object = field(default=None, repr=False)     # sweeps.engine.planning.Planned
+    objective: str = ""                                # the model that ranks configurations
+    task: str = ""
 
     @classmethod
     def of(cls, outcome: SweepOutcome, options: SweepOptions) -> "SweepResult":
@@ -47,7 +71,67 @@ class SweepResult:
         frame = (pq.read_table(f"{store.root}/{RESULTS_FILE}", filesystem=store.fs).to_pandas()
                  if store.has(RESULTS_FILE) else pd.DataFrame())
         return cls(store.location, frame, outcome.result_grid, outcome.tracking_uri,
-                   outcome.study)
+                   outcome.study, outcome.plan, outcome.objective, outcome.task)
+
+    def best(self, metric: str | None = None) -> BestConfiguration | None:
+        """The configuration whose objective model (`objective`: sbfn_ls, sbfn, --objective)
+        has the best CV mean of `metric` (the task's: rmse lowest, accuracy highest) at its
+        best setting, over every fold the configuration planned. Failed and diverged rows
+        do not count, so a configuration missing a fold (stopped early by ASHA, interrupted,
+        failed, diverged on one) is not ranked; nor are the M = 1 reference and the
+        competitors. None when no configuration qualifies."""
+        metric = metric or metric_of(self.task)
+        _check_score(metric, self.task)
+        means = cv_means(ranked_rows(self.frame, self.objective), TASKS[self.task].scores,
+                         self._folds())
+        if not len(means):
+            return None
+        sign = -1 if metric in HIGHER_IS_BETTER else 1
+        return self._described(means.loc[(sign * means[metric]).idxmin()], metric)
+
+    def _folds(self) -> dict:
+        """trial_id -> how many folds it planned."""
+        return {c["trial_id"]: len(folds_of(c)) for c in self.plan.configs}
+
+    def _described(self, row: pd.Series, metric: str) -> BestConfiguration:
+        point = next(p for p in self.plan.points if p["trial_id"] == row["trial_id"])
+        scores = {s: float(row[s]) for s in TASKS[self.task].scores if s in row}
+        return BestConfiguration(row["trial_id"], settings_of(point), row["model"],
+                                 json.loads(row["model_params"] or "{}"), metric,
+                                 float(row[metric]), scores, int(row["folds"]),
+                                 self.plan.config(point))
+
+
+def _check_score(metric: str, task: str) -> None:
+    scores = TASKS[task].scores
+    if metric not in scores:
+        raise ValueError(f"SweepResult.best: unknown metric {metric!r}"
+                         f"{did_you_mean(str(metric), scores)}; a {task} sweep's scores: "
+                         f"{', '.join(scores)}")
+
+
+def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
+    """The scored rows that rank configurations: the ensembles' (a sweep of competitors only:
+    theirs), of the objective model where they have it (else every model, as the trials'
+    running means fall back to their best)."""
+    if not len(frame):
+        return frame
+    rows = frame[frame["status"] == "ok"]
+    if "role" in rows and (rows["role"] == "ensemble").any():
+        rows = rows[rows["role"] == "ensemble"]
+    return rows[rows["model"] == objective] if (rows["model"] == objective).any() else rows
+
+
+def cv_means(rows: pd.DataFrame, scores: tuple, planned: dict) -> pd.DataFrame:
+    """The mean of each score over the folds of each (configuration, model, setting) that has
+    every fold its configuration planned (trial_id -> folds); `folds`: how many."""
+    if not len(rows):
+        return pd.DataFrame()
+    grouped = rows.groupby(["trial_id", "model", "model_params"])
+    means = grouped[[s for s in scores if s in rows]].mean()
+    means["folds"] = grouped["fold"].nunique()
+    means = means.reset_index()
+    return means[means["folds"] == means["trial_id"].map(planned)]
 
 
 @dataclass(frozen=True)
@@ -85,13 +169,14 @@ class Sweep:
                 "Sweep.builtin('regression', 'diabetes', 'demo')")
         dataset = dataset or DEFAULT_DATASET[task]
         image = catalog.lookup(dataset).modality == "image"
-        grid = None if image else grid or next(iter(TABULAR_GRIDS[task]))
+        grid = None if image else grid or DEFAULT_GRID[task]
         definition = {"task": task, "dataset": dataset, "grid": grid, **changes}
         return cls.from_dict(definition, source=f"the built-in grid {grid or dataset}")
 
     @classmethod
     def example(cls, name: str, **changes) -> "Sweep":
-        """A sweep file shipped with the package (sweeps/grids/NAME.yaml)."""
+        """A sweep file shipped with the package: a named grid, sweeps/grids/*/NAME.yaml
+        (`classification/demo` where two folders hold the name; sweepfile.grid_file)."""
         return cls.from_yaml(grid_file(name), **changes)
 
     def trials(self) -> list[dict]:
@@ -128,13 +213,3 @@ class Sweep:
         definition = into_definition(self.definition, changes)
         return sweepfile.build(definition, self.source, self.label)[1]
 
-
-def grid_file(name: str):
-    """The path of a sweep file shipped in sweeps/grids/ (package data)."""
-    path = package_files.files("sweeps") / "grids" / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.name.removesuffix(".yaml") for p in
-                       (package_files.files("sweeps") / "grids").iterdir())
-        raise sweepfile.SweepFileError(f"no shipped sweep file '{name}'"
-                                       f"{did_you_mean(name, known)}; known: {known}")
-    return path

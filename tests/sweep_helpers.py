@@ -10,6 +10,11 @@ from sweeps.engine.spaces import smoke
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]
 # wine (bundled, 178 rows), 3 stratified folds, 10 epochs, stacked heads 20 epochs.
 TINY_CLASSIFICATION = ["--dataset", "wine", "--grid", "demo", "--smoke"]
+# Two sweeps several test files read (conftest.py's shared_sweeps runs each once): the smoke
+# grid with M = 2 (M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF) logged to its own
+# sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow.
+LOGGED = ("--members", "2")
+SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--competitors", "none")
 
 
 def run_tiny(tmp_path, *extra, name="tiny", task="regression"):

@@ -1,7 +1,10 @@
-"""Specification of sbfn_dist.interfaces.estimators: SBFNRegressor (tables) and SBFNClassifier (tables and
-images) as scikit-learn estimators. Learning is judged against the trivial predictor on the same
-held-out rows (the training mean, the majority class), by a stated margin."""
+"""Specification of sbfn_dist.interfaces.estimators: SBFNRegressor (tables) and SBFNClassifier
+(tables and images) as scikit-learn estimators. Learning is judged against the trivial predictor
+on the same held-out rows (the training mean, the majority class), by a stated margin; a fit is
+one fold of run_trial's loop, checked against run_trial's own records."""
 
+import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -16,10 +19,17 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sbfn_dist import SBFNClassifier, SBFNRegressor
+from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
+from sbfn_dist.combiners import ensembles
+from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import ConfigError, DataError
+from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
+from sbfn_dist.experiment import load_data, make_parts
+from sbfn_dist.interfaces import estimators
 from sbfn_dist.interfaces.estimators import COMBINERS, PARAMETERS, FitDivergedError
-from sbfn_dist.settings.fields import defaults
+from sbfn_dist.runtime import fold_seed
+from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.settings.fields import BY_NAME, defaults
 
 FAST = dict(epochs=5, n_members=3, width=16)
 # 20 epochs: the on-the-fly s-BFN head then passes check_classifiers_train (accuracy > 0.83) with
@@ -72,6 +82,39 @@ def test_the_estimators_defaults_differ_from_a_trial_s_only_where_documented():
     assert documented_differences() <= set(PARAMETERS)
 
 
+def fields_default(est, name):
+    """The fields' estimator default of `name`, or None where the classifier's data kinds differ."""
+    if est is SBFNRegressor:
+        return defaults("regression", "tabular", estimator=True)[name]
+    tables, images = (defaults("classification", m, estimator=True) for m in ("tabular", "image"))
+    return tables[name] if tables[name] == images[name] else None
+
+
+@pytest.mark.parametrize("est", [SBFNRegressor, SBFNClassifier])
+def test_init_is_an_explicit_keyword_only_signature_of_fields_settings(est):
+    params = inspect.signature(est).parameters
+    assert "__init__" in vars(est)                      # written in the class, not generated
+    for name, p in params.items():
+        assert name in BY_NAME, f"{name} is no setting of sbfn_dist.settings.fields"
+        assert p.kind is p.KEYWORD_ONLY, name
+        assert p.default == fields_default(est, name), name
+    model = est(**{n: f"stored {n}" for n in params})   # __init__ only stores, checks nothing
+    assert model.get_params() == {n: f"stored {n}" for n in params}
+
+
+def test_the_source_writes_no_default_but_reads_each_from_the_fields_table():
+    """Each default in the signatures is `_REG["name"]` / `_CLF["name"]` of its own name: no
+    value is written a second time beside sbfn_dist.settings.fields."""
+    tree = ast.parse(Path(estimators.__file__).read_text())
+    inits = [f for c in tree.body if isinstance(c, ast.ClassDef) and c.name.startswith("SBFN")
+             for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+    assert len(inits) == 2
+    for init in inits:
+        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults):
+            assert isinstance(default, ast.Subscript), arg.arg
+            assert default.value.id in ("_REG", "_CLF") and default.slice.value == arg.arg
+
+
 def test_one_constraint_table_serves_both_estimators():
     for est in (SBFNRegressor, SBFNClassifier):
         assert set(est().get_params()) <= set(PARAMETERS)
@@ -121,6 +164,85 @@ def test_an_unknown_parameter_is_a_type_error():
         SBFNRegressor(n_member=3)
 
 
+# ------------------------------------------------------------------------- one fold loop
+def trial_fold(config: dict):
+    """run_trial's records of `config` (one fold) and that fold's (X_train, y_train, X_test,
+    y_test), split by the trial's own loader and splitter."""
+    cfg = TrialConfig.from_dict(config)
+    data = load_data(cfg)
+    train, test = make_parts(cfg, data)[cfg.fold]
+    records = {r["model"]: r for r in run_trial(config)}
+    return records, data.X[train], data.y[train], data.X[test], data.y[test]
+
+
+def as_estimator_params(est, record: dict) -> dict:
+    """The trial's settings (as its record carries them) that are parameters of `est`."""
+    return {n: record[n] for n in est().get_params() if n in record}
+
+
+# Fold 1 of seed 1: the fold's seed is fold_seed(1, 1), the estimator's random_state.
+TRIAL = dict(folds=3, fold=1, seed=1, n_members=3, epochs=2, competitors=[], device="cpu",
+             dtype="float64")
+
+
+def test_the_regressor_is_one_fold_of_run_trial_to_the_bit():
+    """Same rows, settings and seed: the estimator's test RMSE is the trial's record, bit for
+    bit, for the closed-form and the streamed (G2) combiner. A second copy of the scaling, the
+    member config or the combiner's construction would change the bits."""
+    records, x_tr, y_tr, x_te, y_te = trial_fold(dict(
+        TRIAL, dataset="diabetes", batch_size=8, lambda2=[0.5], combiners=["sbfn_ls_linear", "g2"]))
+    for name, record in records.items():
+        model = SBFNRegressor(**as_estimator_params(SBFNRegressor, record), combiner=name,
+                              random_state=fold_seed(1, 1)).fit(x_tr, y_tr)
+        assert regression_metrics(y_te, model.predict(x_te))["rmse"] == record["rmse"], name
+
+
+def test_the_classifier_is_one_fold_of_run_trial():
+    """The members and the rule: bit for bit; the on-the-fly s-BFN head is the trial's, run in
+    the members' float64 after training (the trial runs it in float32)."""
+    records, x_tr, y_tr, x_te, y_te = trial_fold(dict(
+        TRIAL, dataset="iris", combiners=["logit_mean", "sbfn"]))
+    nll = {}
+    for name, record in records.items():
+        model = SBFNClassifier(**as_estimator_params(SBFNClassifier, record), combiner=name,
+                               random_state=fold_seed(1, 1)).fit(x_tr, y_tr)
+        nll[name] = classification_scores(model.predict_proba(x_te), y_te)["nll"]
+    assert nll["logit_mean"] == records["logit_mean"]["nll"]
+    assert nll["sbfn"] == pytest.approx(records["sbfn"]["nll"], rel=1e-6)
+
+
+def digit_images(return_X_y=True, n=300):
+    """300 digits as 8x8 images, called as scikit-learn's loaders are."""
+    X, y = load_digits(return_X_y=return_X_y)
+    return X[:n].reshape(-1, 8, 8), y[:n]
+
+
+@pytest.mark.parametrize("est, data, params", [
+    (SBFNRegressor, load_diabetes, dict(FAST, combiner="g1")),
+    (SBFNClassifier, load_wine, dict(FAST_CLF, combiner="sbfn")),
+    (SBFNClassifier, digit_images, dict(CNN, epochs=1, combiner="logit_mean_tuned"))])
+def test_fit_runs_the_fold_loop_of_run_trial(monkeypatch, est, data, params):
+    """fit's members and combiner are what run_trial's ensemble of the task (ENSEMBLES) trained
+    and fitted, on the fold fit built: seeded by random_state, tables scaled by FoldScaler."""
+    task = est._task
+    seen = []
+
+    class Watched(ensembles.ENSEMBLES[task]):
+        def fit(self, members):
+            fitted = super().fit(members)
+            seen.append((self, members, fitted))
+            return fitted
+    monkeypatch.setitem(ensembles.ENSEMBLES, task, Watched)
+    X, y = data(return_X_y=True)
+    model = est(**params, random_state=7).fit(X, y)
+    [(ens, members, [(name, _, combiner, _)])] = seen
+    assert (name, ens.fold.seed, ens.cfg.seed) == (params["combiner"], 7, 7)
+    assert model.members_ is members and model.combiner_ is combiner
+    if model.scaler_ is not None:        # tables
+        assert type(model.scaler_) is FoldScaler
+        assert np.array_equal(ens.fold.x_train, model.scaler_.transform_X(X))
+
+
 # ------------------------------------------------------------------------- regressor
 def test_learns_a_smooth_function_with_defaults(sine_data):
     X, y, grid, truth = sine_data
@@ -157,8 +279,9 @@ def test_every_combiner_predicts_through_its_fitted_model(sine_data, combiner):
     X, y, grid, truth = sine_data
     model = SBFNRegressor(combiner=combiner, **FAST).fit(X, y)
     pred = model.predict(grid)
-    D = (model.predict_members(grid) - model.y_mean_) / model.y_scale_
-    np.testing.assert_allclose(pred, model.combiner_.predict(D) * model.y_scale_ + model.y_mean_)
+    scaler = model.scaler_
+    D = (model.predict_members(grid) - scaler.y_mean_) / scaler.y_std_
+    np.testing.assert_allclose(pred, model.combiner_.predict(D) * scaler.y_std_ + scaler.y_mean_)
     assert np.isfinite(pred).all()
     if combiner in LEARNS:
         assert r2_score(truth, pred) > LEARNS[combiner]

@@ -1,7 +1,10 @@
 """The Python API and sweep files (sweeps/api.py, sweeps/engine/sweepfile.py): a sweep written as a
-file runs through real Ray Tune and returns its records and ResultGrid; the built-in grids as
-files give the commands' trials; bad files are refused before Ray; importing changes nothing."""
+file runs through real Ray Tune and returns its records and ResultGrid; the built-in grids are
+files, written nowhere else, that the commands and `sweeps run` read alike; bad files are
+refused before Ray; importing changes nothing."""
 
+import ast
+import dataclasses
 import json
 import os
 import re
@@ -13,14 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from sweeps import Sweep, SweepFileError
 from sweeps import __main__ as sweeps_main
-from sweeps import classification, regression
+from sweeps import regression
 from sweeps.engine import image_commands as images
-from sweeps.api import grid_file
+from sweeps.engine import sweepfile
 from sweeps.engine.environment import RAY_DEFAULTS
 from sweeps.engine.runner import plan
+from sweeps.engine.spaces import smoke as smoke_of
+from sweeps.engine.sweepfile import GRID_FOLDERS, grid_file
 
 pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,38 +144,78 @@ def test_the_documented_example_runs_in_a_plain_python_process_and_shows_its_pro
     assert "GCS 127.0.0.1:" in out   # and the Ray it started listens on loopback only
 
 
-# ------------------------------------------------------------------ built-in grids as files
-COMMANDS = {
-    "regression80": (regression.build, ["--dataset", "air_quality", "--grid", "regression80"]),
-    "demo": (regression.build, ["--dataset", "diabetes", "--grid", "demo"]),
-    "classification25": (classification.build, ["--dataset", "breast_cancer",
-                                                "--grid", "classification25"]),
-    "mnist": (images.build_for("mnist"), ["--num-gpus", "1"]),
-}
+# ------------------------------------------------------------------ built-in grids: the files
+GRIDS = ROOT / "sweeps" / "grids"
 
 
-@pytest.mark.parametrize("name", COMMANDS)
-def test_a_shipped_grid_file_plans_the_trial_ids_of_its_command(name):
-    build, argv = COMMANDS[name]
-    spec, _, opts = build(argv)
-    command = [c["trial_id"] for c in plan(spec, opts)]
-    from_file = Sweep.example(name)
-    assert [c["trial_id"] for c in from_file.trials()] == command
-    assert from_file.options == opts.__class__(**{**vars(opts), "command": from_file.source})
-    task = "classification" if name in ("classification25", "mnist") else "regression"
-    grid = None if name == "mnist" else name
-    builtin = Sweep.builtin(task, spec.dataset, grid, resources={"num_gpus": opts.num_gpus})
-    assert [c["trial_id"] for c in builtin.trials()] == command
+def literal_lists(source: str) -> set:
+    """Every list, tuple or set literal of two or more constants in Python `source`, each as
+    the set of its values (numbers as floats: 2 and 2.0 are one value)."""
+    value = lambda c: float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else c
+    return {frozenset(value(e.value) for e in node.elts) for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2
+            and all(isinstance(e, ast.Constant) for e in node.elts)}
 
 
-def test_the_grid_files_are_package_data():
+def grid_lists(path: Path) -> set:
+    """A grid file's axes and preset lists of two or more values, as literal_lists has them."""
+    d = yaml.safe_load(path.read_text())
+    lists = [*d.get("axes", {}).values(), *d.get("preset", {}).values()]
+    return {frozenset(float(v) if isinstance(v, (int, float)) else v for v in values)
+            for values in lists if isinstance(values, list) and len(values) >= 2}
+
+
+def test_each_grid_is_written_once_in_its_file_and_nowhere_in_the_modules():
+    """The grid files are the one source of the named grids (docs/sweeps.md, "Grids"): an axis
+    or a preset list of one written again in a module of sweeps/ is a second copy to drift."""
+    modules = {str(p): literal_lists(p.read_text()) for p in (ROOT / "sweeps").rglob("*.py")}
+    files = {p: grid_lists(p) for p in GRIDS.rglob("*.yaml")}
+    for path, lists in files.items():
+        for module, literals in modules.items():
+            assert not lists & literals, f"{module} repeats {path.name}'s {lists & literals}"
+    # the check sees a copy: the module table the grids used to be in
+    copy = literal_lists("MEMBERS = (2, 5, 10, 20, 35)\nEPSILONS = (0.0, 0.1, 0.35, 0.5)")
+    assert grid_lists(GRIDS / "regression" / "regression80.yaml") <= copy
+
+
+@pytest.mark.parametrize("name, build, argv", [
+    ("heterogeneous", regression.build, ["--dataset", "appliances", "--grid", "heterogeneous"]),
+    ("mnist", images.build_for("mnist"), ["--num-gpus", "1"]),
+])
+@pytest.mark.parametrize("smoke", [[], ["--smoke"]])
+def test_a_grid_file_run_by_name_plans_what_its_command_plans(name, build, argv, smoke):
+    """One grid, two ways in: the command takes the file's grid keys (its preset too, which
+    --smoke replaces), `python -m sweeps run NAME` the whole file."""
+    spec, args, opts = build(argv + smoke)
+    spec = smoke_of(spec) if args.smoke else spec
+    by_name, _, file_opts = sweeps_main.build(["run", name, *smoke])
+    same_name = lambda s, o: plan(s, dataclasses.replace(o, name="x"))
+    assert same_name(by_name, file_opts) == same_name(spec, opts)
+
+
+def test_the_grid_files_are_package_data_found_by_name():
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["sweeps"]
     shipped = {p for g in globs for p in (ROOT / "sweeps").glob(g)}
-    assert shipped == set((ROOT / "sweeps" / "grids").glob("*.yaml")) and len(shipped) >= 4
-    assert Path(str(grid_file("regression80"))) == ROOT / "sweeps" / "grids" / "regression80.yaml"
+    assert shipped == set(GRIDS.rglob("*.yaml")) and len(shipped) >= 7
+    assert {p.parent.name for p in shipped} == set(GRID_FOLDERS)
+    assert Path(str(grid_file("regression80"))) == GRIDS / "regression" / "regression80.yaml"
+    assert Path(str(grid_file("demo"))) == GRIDS / "regression" / "demo.yaml"  # the first folder's
+    assert Path(str(grid_file("classification/demo"))) == GRIDS / "classification" / "demo.yaml"
     with pytest.raises(SweepFileError, match="'regresion80'.*did you mean 'regression80'"):
         grid_file("regresion80")
+
+
+def test_a_grid_file_is_refused_where_its_command_would_not_take_a_key(tmp_path, monkeypatch):
+    """A grid's settings are its `preset`: a file's `settings` are its own --set, which the
+    commands' --grid would leave out, so a grid file holding them is refused."""
+    (tmp_path / "regression").mkdir()
+    (tmp_path / "regression" / "mine.yaml").write_text(
+        "dataset: diabetes\naxes: {n_members: [2, 3]}\nsettings: {epochs: 3}\n")
+    monkeypatch.setattr(sweepfile, "GRIDS", tmp_path)
+    with pytest.raises(SweepFileError, match=r"mine.yaml: a grid file holds its settings under "
+                                             r"`preset`.*not `settings`"):
+        regression.build(["--dataset", "diabetes", "--grid", "mine"])
 
 
 def test_python_m_sweeps_run_dry_run_lists_the_trials_and_runs_nothing(tmp_path):
@@ -207,6 +253,7 @@ def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys):
     (TINY.replace("competitors: [svm_rbf]", "competitors: svm_rbf"), r"a list of model names"),
     (TINY + "  gpus_per_trial: 2\n  num_gpus: 1\n", r"'--gpus-per-trial' = 2"),
     (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only letters"),
+    (TINY + "preset:\n  dataset: wine\n", r"preset.dataset: the sweep's dataset is its own"),
     ("- a list\n", r"a sweep file is a mapping of keys"),
     ("dataset: [unclosed\n", r"not valid YAML"),
 ])

@@ -15,7 +15,7 @@ from ray import tune
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.store import ResultStore
 from sweeps.engine.study import check_study, open_study, publish_copy, searcher, study_file, where_note
-from tests.sweep_helpers import TINY, run_tiny
+from tests.sweep_helpers import SEARCHED, TINY
 
 pytestmark = pytest.mark.timeout(600)
 SEARCH = ["--search", "optuna", "--no-mlflow", "--competitors", "none"]
@@ -26,16 +26,11 @@ def trials_of(root, name: str) -> list:
     return optuna.load_study(study_name=name, storage=f"sqlite:///{root}/optuna.db").trials
 
 
-def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
-    import ray
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    try:
-        outcome = run_tiny(tmp_path, *SEARCH, "--num-samples", "3")
-    finally:
-        ray.shutdown()
+def test_a_search_sweep_keeps_every_trial_in_its_study_file(shared_sweeps):
+    storage, outcome, printed = shared_sweeps(*SEARCHED)    # SEARCH with 3 samples; shared
     study = optuna.load_study(study_name="tiny", storage=outcome.study)
-    assert outcome.study == f"sqlite:///{tmp_path}/tiny/optuna.db"
-    assert ResultStore(outcome.root).read_spec()["study"] == f"{tmp_path}/tiny/optuna.db"
+    assert outcome.study == f"sqlite:///{storage}/tiny/optuna.db"
+    assert ResultStore(outcome.root).read_spec()["study"] == f"{storage}/tiny/optuna.db"
     done = [t for t in study.trials if t.state in TOLD]     # PRUNED: stopped early by ASHA
     assert len(study.trials) == len(done) == 3
     told = sorted((t.params["n_members"], t.params["epsilon"], t.value) for t in done)
@@ -43,7 +38,7 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(tmp_path, capsys):
                       for r in outcome.trials)
     assert told == reported
     assert study.user_attrs["sweep"] == "tiny" and study.direction.name == "MINIMIZE"
-    assert f"optuna-dashboard {outcome.study}" in capsys.readouterr().out
+    assert f"optuna-dashboard {outcome.study}" in printed
 
 
 # Enough samples that the kill comes before the last is told: trials take about a second and

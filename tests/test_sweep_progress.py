@@ -130,7 +130,7 @@ def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
     # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
     # hold JSON strings, and results.parquet could no longer be written.
     from sweeps.engine.spaces import regression_sweep
-    from sweeps.engine.trainable import trial_config
+    from sweeps.engine.planning import trial_config
     config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
     row = failed_row(tmp_path, config)
     assert row["plugin_members"] == "[]" and row["error"] == "RuntimeError: node lost"
@@ -139,7 +139,7 @@ def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
 
 def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings(tmp_path):
     from sweeps.engine.spaces import classification_sweep
-    from sweeps.engine.trainable import trial_config
+    from sweeps.engine.planning import trial_config
     base = {**classification_sweep("csv:/data/patients.csv", "demo").base, "target": "outcome"}
     config = trial_config({"combiners": [], "competitors": ["svm_rbf"], "role": "competitors"},
                           base, "s")
@@ -162,7 +162,8 @@ def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_pa
     from sweeps.engine.progress import StoreKeeper
     from sweeps.engine.spaces import regression_sweep
     from sweeps.engine.store import ResultStore
-    from sweeps.engine.trainable import PackMatesFailed, error_line, folds_of, trial_config
+    from sweeps.engine.planning import folds_of, trial_config
+    from sweeps.engine.trainable import PackMatesFailed, error_line
     base = {**regression_sweep("diabetes", "demo").base, "folds": 2}
     configs = [trial_config({"n_members": m}, base, "s") for m in (2, 5, 10)]
     store = ResultStore(str(tmp_path / "s"))

@@ -5,9 +5,10 @@ import pytest
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.runner import SweepOptions, plan
-from sweeps.engine.spaces import (PAPER_EPSILONS, PAPER_LAMBDA2, PAPER_MEMBERS, classification_sweep,
-                           image_sweep, regression_sweep, smoke)
-from sweeps.engine.trainable import folds_of, summarise, trial_config, trial_key
+from sweeps.engine.spaces import (PAPER_LAMBDA2, classification_sweep, image_sweep,
+                                  regression_sweep, smoke)
+from sweeps.engine.planning import folds_of, trial_config, trial_key
+from sweeps.engine.trainable import summarise
 
 # Fields that only trials training members use (sbfn_dist/settings/fields.py applies them there).
 MEMBER_FIELDS = ("n_members", "epsilon", "lr", "epochs", "batch_size", "width", "init_scale",
@@ -22,7 +23,9 @@ def test_regression80_is_20_trainings_covering_80_configurations_plus_reference_
     spec = regression_sweep("air_quality", "regression80")
     trials = spec.trials()
     ensembles = [t for t in trials if "role" not in t]
-    assert len(ensembles) == len(PAPER_MEMBERS) * len(PAPER_EPSILONS) == 20
+    assert len(ensembles) == 5 * 4 == 20
+    # paper, Table "hyper": M and ε (sweeps/grids/regression/regression80.yaml), largest M first
+    assert spec.axes == {"n_members": (35, 20, 10, 5, 2), "epsilon": (0.0, 0.1, 0.35, 0.5)}
     assert len(ensembles) * len(spec.base["lambda2"]) == 80       # λ2 rides along in each trial
     assert spec.base["lambda2"] == list(PAPER_LAMBDA2)
     assert [t["role"] for t in trials if "role" in t] == ["reference"] * 2 + ["competitors"] * 3

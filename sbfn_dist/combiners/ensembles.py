@@ -1,6 +1,7 @@
 """One fold's ensemble, per task: train the members once, then fit every combiner setting on them.
 
-run_trial (sbfn_dist.experiment) drives both tasks through the same steps:
+run_trial (sbfn_dist.experiment) drives both tasks through the same steps, and so do the
+scikit-learn estimators (sbfn_dist.interfaces.estimators: one fold, their one combiner):
 
     ens = ENSEMBLES[task](cfg, fold)
     [members] = train_together([ens])          # on-the-fly combiners observe this
@@ -47,21 +48,28 @@ STACK_MIN_STEPS = 1000
 
 
 def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
+    """The MLP members' settings of fold `fold` of a trial (its seed: fold_seed)."""
+    return seeded_mlp_config(cfg, fold_seed(cfg.seed, fold), geometry)
+
+
+def seeded_mlp_config(cfg, seed: int, geometry: str) -> MLPConfig:
+    """The MLP members' settings of a trial's or an estimator's `cfg` (a TrialConfig), seeded by
+    a fold's seed (Fold.seed): the one place member settings are read for tables."""
     return MLPConfig(n_members=cfg.n_members, epsilon=cfg.epsilon, width=cfg.width,
                      init_scale=cfg.init_scale, lambda1=cfg.lambda1, lr=cfg.lr,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, activation=cfg.activation,
-                     init_scheme=cfg.init_scheme, seed=fold_seed(cfg.seed, fold),
+                     init_scheme=cfg.init_scheme, seed=seed,
                      device=resolve_device(cfg.device), dtype=cfg.dtype, geometry=geometry)
 
 
-def cnn_config(cfg, fold: int) -> CNNConfig:
-    """The members' settings of a trial run_trial resolved (its device, precision and step
-    engine are this machine's, sbfn_dist.experiment._resolved)."""
+def seeded_cnn_config(cfg, seed: int) -> CNNConfig:
+    """The CNN members' settings of `cfg` as resolved (a trial's device, precision and step
+    engine are this machine's, sbfn_dist.experiment._resolved), seeded by a fold's seed."""
     sgd = cfg.optimizer == "sgd"
     return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,
                      lr=cfg.lr, momentum=cfg.momentum if sgd else CNNConfig.momentum,
-                     weight_decay=cfg.weight_decay, seed=fold_seed(cfg.seed, fold),
+                     weight_decay=cfg.weight_decay, seed=seed,
                      precision=cfg.precision, engine=cfg.step_engine)
 
 
@@ -71,8 +79,8 @@ class RegressionEnsemble:
     n_outputs = 1
 
     def __init__(self, cfg, fold):
-        self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
-        self.mcfg = mlp_config(cfg, fold.index, "squared")
+        self.cfg, self.fold, self.seed = cfg, fold, fold.seed
+        self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared")
         self.online = [n for n in cfg.combiners if n in ITERATIVE]
         self.wants_stream = bool(self.online) and cfg.online_regime == "on_the_fly"
         self.stream = None           # (recorder, first column, last + 1), set by train_together
@@ -189,12 +197,12 @@ class ClassificationEnsemble:
     wants_stream = False
 
     def __init__(self, cfg, fold):
-        self.cfg, self.fold, self.seed = cfg, fold, fold_seed(cfg.seed, fold.index)
+        self.cfg, self.fold, self.seed = cfg, fold, fold.seed
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
         self.n_outputs = fold.n_classes
         images = fold.images is not None
-        self.mcfg = mlp_config(cfg, fold.index, "cross_entropy") if not images else None
-        self.ccfg = cnn_config(cfg, fold.index) if images else None
+        self.mcfg = seeded_mlp_config(cfg, fold.seed, "cross_entropy") if not images else None
+        self.ccfg = seeded_cnn_config(cfg, fold.seed) if images else None
 
     def settings(self) -> list:
         return [(n, {}) for n in self.cfg.combiners]

@@ -2,6 +2,9 @@
 
     load_tabular              every table: a usable feature, a finite target that varies, or
                               two classes (check_table)
+    image_files               your images (npz:, folder:): two classes, one image shape,
+                              finite pixels (check_images)
+    images.holdout_splits     every class has an image for each part of a split
     experiment.make_parts     every training part: a varying target, rows for the inner folds,
                               a stratified validation part (experiment.check_parts)
     sweeps.engine.runner      the same two, once per data set in the driver, before Ray starts
@@ -70,9 +73,46 @@ def require_classes(present, what: str, fix: str) -> None:
                         f"at least two classes; {fix}")
 
 
+def require_images_per_class(counts, classes, parts: int, what: str) -> None:
+    """Each class has an image for each of the `parts` parts of a stratified split (train and
+    test, and val where one is held out)."""
+    few = int(np.argmin(counts))
+    if counts[few] < parts:
+        n = int(counts[few])
+        raise DataError(f"class {_plain(classes[few])!r} of {what} has {n} image"
+                        f"{'' if n == 1 else 's'}: a stratified split puts every class in each "
+                        f"of its {parts} parts, so each class needs at least {parts}; add images "
+                        "of it, or leave the class out")
+
+
+def require_one_shape(shapes: dict, what: str, fix: str) -> None:
+    """Every image has the same (C, H, W): members take one input shape. `shapes` maps an
+    example image (a file or a row) to its shape, one per shape found."""
+    if len(shapes) > 1:
+        (a, sa), (b, sb) = list(shapes.items())[:2]
+        raise DataError(f"the images of {what} differ in shape ({a}: {sa}, {b}: {sb}): {fix}")
+
+
+def require_finite_pixels(x: np.ndarray, what: str) -> None:
+    """No pixel value is NaN or infinite (float images)."""
+    if x.dtype.kind == "f" and not np.isfinite(x).all():
+        row = int(np.flatnonzero(~np.isfinite(x.reshape(len(x), -1)).all(axis=1))[0])
+        raise DataError(f"the images of {what} hold values that are NaN or infinite (e.g. in "
+                        f"image {row}): replace them by numbers")
+
+
 def _plain(value):
     """A numpy scalar as the Python value it holds (its repr then reads 'a', not np.str_('a'))."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def check_images(data, more_classes: str):
+    """`data` (an ImageData of yours) if it has two classes and finite pixels, else DataError;
+    `more_classes` says how to add a class to it."""
+    where = f"data set '{data.name}'"
+    require_classes([data.classes[c] for c in np.unique(data.y)], where, more_classes)
+    require_finite_pixels(data.x, where)
+    return data
 
 
 def check_table(data):

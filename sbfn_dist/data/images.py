@@ -10,6 +10,7 @@ Where the images come from, for ``mnist``, ``fashion_mnist`` and ``cifar10`` (fi
 3. a torchvision download into the cache dir (fails fast offline, with a DataError naming the fixes).
 
 ``digits`` is scikit-learn's bundled 8x8 set: no files, no network (demo and fast tests).
+Your own images, ``npz:PATH`` and ``folder:PATH``, are read by ``image_files.py``.
 The official train and test images are pooled (train first) because the paper scores on
 repeated holdouts of the pool, not on the official test set.
 """
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 
 from sbfn_dist.settings import catalog
+from sbfn_dist.data.checks import require_images_per_class
 from sbfn_dist.data.sources import (DOWNLOAD_TIMEOUT_S, _explicit_dir, cache_dir, find_optional_file,
                                     resolve_data_file)
 from sbfn_dist.errors import ConfigError, DataError
@@ -72,8 +74,9 @@ SPECS = {
 
 @dataclass(frozen=True)
 class ImageData:
-    name: str
+    name: str                # a catalog name, or npz:PATH / folder:PATH (absolute)
     x: np.ndarray            # uint8 (N, C, H, W), read-only: official train then official test images
+                             # (your float images: float32)
     y: np.ndarray            # int64 (N,), read-only
     classes: tuple[str, ...]
     n_official_train: int    # the first rows are the official training set
@@ -95,8 +98,13 @@ def _spec(name: str) -> _Spec:
 
 # ---------------------------------------------------------------- loading
 
-def load_images(name: str, data_dir: str | None = None) -> ImageData:
-    """The pooled images of ``name`` (see IMAGE_DATASETS); cached per process and source file."""
+def load_images(name: str, data_dir: str | None = None,
+                image_size: int | None = None) -> ImageData:
+    """The pooled images of ``name`` (see IMAGE_DATASETS, or npz:PATH / folder:PATH, whose
+    images ``image_size`` resizes); cached per process and source file."""
+    if catalog.prefix_of(name):
+        from sbfn_dist.data.image_files import load_user_images   # it imports ImageData from here
+        return load_user_images(catalog.absolute(name), image_size)
     spec = _spec(name)
     if spec.npz is None:
         return _load_digits()
@@ -124,8 +132,8 @@ def _load_digits() -> ImageData:
     bunch = load_digits()
     x = np.round(bunch.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # 0..16 -> 0..255
     n = len(x)
-    return _frozen(ImageData("digits", x, bunch.target.astype(np.int64), DIGIT_CLASSES, n,
-                             f"scikit-learn load_digits: {n} images 8x8, 0..16 scaled to 0..255; no official split"))
+    return frozen(ImageData("digits", x, bunch.target.astype(np.int64), DIGIT_CLASSES, n,
+                            f"scikit-learn load_digits: {n} images 8x8, 0..16 scaled to 0..255; no official split"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -155,7 +163,7 @@ def _read_torchvision(name: str, root: str) -> ImageData:
         parts = [cls(root, train=train, download=False) for train in (True, False)]
     except (RuntimeError, OSError, ValueError) as exc:
         raise DataError(f"{root}/{spec.layout} looks like torchvision's {spec.torchvision} folder but torchvision "
-                        f"cannot read it ({_brief(exc)}). Fix: complete it (raw/ needs the four idx files "
+                        f"cannot read it ({brief(exc)}). Fix: complete it (raw/ needs the four idx files "
                         f"uncompressed: gunzip the .gz ones; cifar-10-batches-py needs the original python "
                         f"batches), or remove it and provide {spec.npz}") from exc
     return _assemble(name, [np.asarray(p.targets) for p in parts], (np.asarray(p.data) for p in parts),
@@ -175,7 +183,7 @@ def _assemble(name: str, labels: list[np.ndarray], images, source: str) -> Image
         raise DataError(f"{source} has labels outside 0..{len(spec.classes) - 1}: it is not the original "
                         f"'{name}' data; replace it")
     notes = f"{name}: {sizes[0]} official train + {sizes[1]} official test images, pooled; from {source}"
-    return _frozen(ImageData(name, x, y, spec.classes, sizes[0], notes))
+    return frozen(ImageData(name, x, y, spec.classes, sizes[0], notes))
 
 
 def _as_nchw(raw: np.ndarray, spec: _Spec, n: int, source: str) -> np.ndarray:
@@ -189,7 +197,7 @@ def _as_nchw(raw: np.ndarray, spec: _Spec, n: int, source: str) -> np.ndarray:
                     f"({n}, {h}, {w}{'' if c == 1 else f', {c}'}): it is not the original data; replace it")
 
 
-def _frozen(data: ImageData) -> ImageData:
+def frozen(data: ImageData) -> ImageData:
     # The arrays are cached and shared by every caller in the process, so nobody may edit them.
     data.x.flags.writeable = False
     data.y.flags.writeable = False
@@ -210,7 +218,7 @@ def _download(name: str, spec: _Spec, roots: list[pathlib.Path]) -> ImageData:
     except (OSError, RuntimeError, ValueError) as exc:  # URLError and socket errors are OSErrors
         searched = ", ".join(str(r) for r in roots)
         raise DataError(
-            f"image data set '{name}' was not found in {searched} and could not be downloaded ({_brief(exc)}). "
+            f"image data set '{name}' was not found in {searched} and could not be downloaded ({brief(exc)}). "
             f"Fix: put {spec.npz} (arrays {', '.join(NPZ_KEYS)}) or torchvision's {spec.layout}/ folder in DIR "
             f"and pass --data-dir DIR (or set SBFN_DATA_DIR=DIR), or run once with network access to "
             f"download it into the cache dir {root} (set SBFN_CACHE_DIR to move it)") from exc
@@ -242,7 +250,7 @@ def _socket_timeout(seconds: float):
         socket.setdefaulttimeout(old)
 
 
-def _brief(exc: Exception) -> str:
+def brief(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}"
 
@@ -277,7 +285,10 @@ def holdout_splits(data: ImageData, n_splits: int = 5, n_train: int | None = Non
         raise ConfigError("folds", n_splits, "use at least 1 holdout split (the paper uses 5)")
     sizes = _part_sizes(data, n_train, n_val, n_test)
     by_class = [np.flatnonzero(data.y == c) for c in range(len(data.classes))]
-    quotas = _stratified_quotas(np.array([len(rows) for rows in by_class]), sizes, data.classes)
+    counts = np.array([len(rows) for rows in by_class])
+    require_images_per_class(counts, data.classes, sum(n > 0 for n in sizes.values()),
+                             f"data set '{data.name}'")
+    quotas = _stratified_quotas(counts, sizes, data.classes)
     return [_draw_split(by_class, quotas, np.random.default_rng(fold_seed(seed, s))) for s in range(n_splits)]
 
 
@@ -350,19 +361,33 @@ DEVICE_CACHE = 2
 _DEVICE_CACHE: dict = {}    # key -> (the pooled array, kept alive so its id stays its own; images)
 
 
+def crop_and_flip(data: ImageData) -> tuple[int, bool]:
+    """The augmentation's crop padding and whether it flips: a built-in set's own; for your
+    images an eighth of the side (CIFAR's 4 pixels of 32) and flips (augment=True asks for both)."""
+    if data.name in SPECS:
+        return SPECS[data.name].crop_pad, SPECS[data.name].flip
+    return max(1, min(data.x.shape[2:]) // 8), True
+
+
+def channel_moments(train_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel pixel mean and std (C,) of training images (N, C, H, W); a constant channel
+    gets std 1, so it stays finite. The one normalisation of images: trials and estimators."""
+    var, mean = torch.var_mean(train_x, dim=(0, 2, 3), correction=0)
+    return mean, torch.where(var > 0, var.sqrt(), torch.ones_like(var))
+
+
 class DeviceImages:
     """Images on the device as one float tensor, normalised with the training part's per-channel mean/std."""
 
     def __init__(self, data: ImageData, split: ImageSplit, device: str = "cpu", augment: bool | None = None,
                  dtype=torch.float32):
-        self.spec = _spec(data.name)
+        self.crop_pad, self.flip = crop_and_flip(data)
         self.classes = data.classes
         self.device = torch.device(device)
         self.augment = catalog.lookup(data.name).augment if augment is None else bool(augment)
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         train_x = self._pixels(data.x, split.train, dtype)
-        var, mean = torch.var_mean(train_x, dim=(0, 2, 3), correction=0)  # train rows only: no test leak
-        self.mean, self.std = mean, torch.where(var > 0, var.sqrt(), torch.ones_like(var))
+        self.mean, self.std = channel_moments(train_x)   # train rows only: no test leak
         self.train_x = self._normalise(train_x)
         self.val_x = self._normalise(self._pixels(data.x, split.val, dtype))
         self.test_x = self._normalise(self._pixels(data.x, split.test, dtype))
@@ -402,10 +427,10 @@ class DeviceImages:
         if not (augment and self.augment):
             rows = order.to(self.device)
             return self.train_x[rows], self.train_y[rows]
-        p = self.spec.crop_pad
+        p = self.crop_pad
         offsets = torch.randint(0, 2 * p + 1, (2, n), generator=generator, device=generator.device)
         flip = torch.rand(n, generator=generator, device=generator.device) < 0.5
-        if not self.spec.flip:
+        if not self.flip:
             flip.zero_()
         drawn = torch.cat([order[None], offsets, flip[None].long()]).to(self.device)
         rows, offsets, flip = drawn[0], drawn[1:3], drawn[3].bool()
@@ -421,7 +446,7 @@ class DeviceImages:
         """Per image: pad by crop_pad, crop back at `offsets` (2, n) (row, column), flip
         left-right where `flip` (n,). One gather for the whole batch, no per-image Python."""
         n, c, h, w = x.shape
-        p = self.spec.crop_pad
+        p = self.crop_pad
         padded = self.pad_value.view(1, c, 1, 1).repeat(n, 1, h + 2 * p, w + 2 * p)
         padded[:, :, p:p + h, p:p + w] = x
         rows = offsets[0, :, None] + torch.arange(h, device=x.device)

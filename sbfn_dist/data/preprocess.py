@@ -18,9 +18,14 @@ class FoldScaler:
 
     A feature column that is entirely NaN in the training fold carries no usable information,
     so it is kept (the model's input width stays fixed across folds) but set to 0 on every row.
-    A constant training column gets std 1, so it maps to 0 instead of dividing by zero.
-    A class target is not scaled: fit(X_train) alone scales the features.
+    A (near-)constant training column gets std 1 (spread), so it maps to ~0 instead of dividing
+    by zero or by rounding noise. A class target is not scaled: fit(X_train) alone scales the
+    features. A constant target is refused (a trial's fold cannot learn from it), unless
+    refuse_constant_target=False (the scikit-learn estimators: it is centred, and predicted).
     """
+
+    def __init__(self, refuse_constant_target: bool = True):
+        self.refuse_constant_target = refuse_constant_target
 
     def fit(self, X_train, y_train=None) -> "FoldScaler":
         X = _as_matrix(X_train, "X_train")
@@ -34,13 +39,14 @@ class FoldScaler:
         self.median_[~self.dead_] = np.nanmedian(X[:, ~self.dead_], axis=0)
         filled = np.where(np.isnan(X), self.median_, X)
         self.mean_ = filled.mean(axis=0)
-        std = filled.std(axis=0)
-        self.std_ = np.where(std > 0, std, 1.0)
+        self.std_ = spread(filled.std(axis=0), self.mean_)
         if y_train is None:
             return self
-        self.y_mean_, self.y_std_ = float(y.mean()), float(y.std())
-        require_varying_target(y, "the training target", "this fold cannot standardise it; use "
-                               "more rows or another split, or check the target column")
+        if self.refuse_constant_target:
+            require_varying_target(y, "the training target", "this fold cannot standardise it; "
+                                   "use more rows or another split, or check the target column")
+        self.y_mean_ = float(y.mean())
+        self.y_std_ = float(spread(y.std(), self.y_mean_))
         return self
 
     def transform_X(self, X) -> np.ndarray:
@@ -67,6 +73,12 @@ class FoldScaler:
     def _check_fitted(self) -> None:
         if not hasattr(self, "y_std_"):
             raise RuntimeError("FoldScaler has no target statistics: call fit(X_train, y_train) first")
+
+
+def spread(std, mean):
+    """The std to divide by: 1 where the values are constant up to rounding (a std within 1e-12
+    of their magnitude is the summation's error, not a spread)."""
+    return np.where(std <= 1e-12 * np.maximum(1.0, np.abs(mean)), 1.0, std)
 
 
 def _as_matrix(X, what: str) -> np.ndarray:

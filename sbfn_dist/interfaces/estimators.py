@@ -4,14 +4,22 @@
     clf = SBFNClassifier().fit(X, y)                     # X (N, d), (N, H, W) or (N, C, H, W)
     reg.predict(X_new); clf.predict(X_new); clf.predict_proba(X_new)
 
-fit trains M members together by epsilon-modulated winner-takes-all (sbfn_dist.learners.training: the
-paper's Algorithm 1 on squared loss, Algorithm 2 on cross-entropy) and fits the estimator's one
-combiner on them, as one fold of run_trial would with all of X as its training part; predict
-maps new inputs through the frozen members and that combiner.
+fit runs one fold of run_trial's loop with all of X as its training part and the estimator's one
+combiner as the trial's combiners:
 
-Parameters are the config names of sbfn_dist.settings.fields, grouped by concern below (MEMBERS, MLP,
-...): PARAMETERS holds each one's constraint, the field's own, and every default is the fields'
-default for estimators (estimator=True); no other place holds one. They are checked once, at
+    cfg  = self._settings(kind)                  # the parameters, checked, as a TrialConfig
+    fold = _fold(cfg, x, y, ...)                 # x scaled by the trials' FoldScaler (tables)
+    ens  = ENSEMBLES[task](cfg, fold)            # sbfn_dist.combiners.ensembles: member config
+    [members] = train_together([ens])            #   (seeded_mlp_config / seeded_cnn_config),
+    [(name, params, model, s)] = ens.fit(members)   # training, the combiner's construction
+
+so the members train by epsilon-modulated winner-takes-all exactly as a trial's (Algorithm 1 on
+squared loss, Algorithm 2 on cross-entropy) and the combiner is built and fitted by the same
+code; predict maps new inputs through the frozen members and that combiner.
+
+Parameters are the config names of sbfn_dist.settings.fields: each one's constraint is the
+field's own (PARAMETERS) and each default the field's default for estimators (estimator=True),
+read into the __init__ signatures below; no other place holds one. They are checked once, at
 fit, as scikit-learn does (__init__ only stores them: clone and set_params must never raise); a
 bad value raises ConfigError naming the parameter, the value and what is allowed. A parameter
 that the combiner or the data kind does not use is ignored (the scikit-learn convention).
@@ -27,31 +35,19 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (check_array, check_is_fitted, check_X_y, column_or_1d,
                                       validate_data)
 
-from sbfn_dist.combiners import ArithmeticCombiner, OnlineSBFN, SBFNLeastSquares, fit_online_grid
-from sbfn_dist.combiners.classification import tune_temperature
-from sbfn_dist.combiners.ensembles import combine, fit_stacked_head, make_head
+from sbfn_dist.combiners.ensembles import ENSEMBLES, combine, train_together
 from sbfn_dist.data.checks import numeric_target, require_classes
-from sbfn_dist.data.images import DeviceImages
+from sbfn_dist.data.images import DeviceImages, channel_moments
+from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.data.splits import validation_part
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
-from sbfn_dist.settings.fields import Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.experiment import Fold
 from sbfn_dist.learners.cnn import MIN_SIZE
-from sbfn_dist.learners.training import (CNNConfig, MLPConfig, StreamRecorder, TrainingDiverged, train_cnn,
-                               train_mlp)
+from sbfn_dist.learners.training import CNNConfig, TrainingDiverged
 from sbfn_dist.runtime import resolve_device
-from sbfn_dist.settings.tasks import CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED, TASKS
-
-# The estimators' parameters, grouped by concern; what each allows and its default are the
-# field's of the same name in sbfn_dist.settings.fields (PARAMETERS, estimator_defaults).
-MEMBERS = ("n_members", "epsilon", "lr", "epochs", "batch_size")
-MLP = ("width", "init_scale", "lambda1", "activation", "init_scheme", "dtype")
-CNN = ("ensemble", "optimizer", "momentum", "weight_decay")
-REGRESSION_COMBINER = ("combiner", "lambda2", "lr_alpha", "window", "sbfn_basis",
-                       "sbfn_intercept", "g3_basis")
-CLASSIFICATION_COMBINER = ("combiner", "lr_alpha", "temperature", "sbfn_units_per_member",
-                           "row_norm", "centre_init", "head_optimizer", "head_epochs",
-                           "val_fraction")
-RUN = ("device", "random_state")
+from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.settings.fields import TRIAL_FIELDS, Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.settings.tasks import ITERATIVE, TASKS
 
 # The classifier offers every classification combiner but base_avg: that one scores each member
 # on its own (the paper's "Base Avg." column) and gives no single prediction.
@@ -60,64 +56,36 @@ COMBINERS = {"regression": TASKS["regression"].combiners,
                                      if c != "base_avg")}
 MODALITIES = {"regression": ("tabular",), "classification": ("tabular", "image")}
 DIVERGED_RMS = 1e6     # combiner output RMS, in target stds, taken as divergence
-
-
-def _constraint(name: str):
-    """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
-    is one value here, and the combiner one of COMBINERS of the estimator's task."""
-    if name == "combiner":
-        return OneOf(lambda ctx: COMBINERS[ctx.task])
-    check = field(name).check
-    return check.inner if isinstance(check, Items) else check
-
-
-# What each parameter of either estimator allows, checked once at fit.
-PARAMETERS = {name: _constraint(name) for name in
-              (*MEMBERS, *MLP, *CNN, *REGRESSION_COMBINER, *CLASSIFICATION_COMBINER, *RUN)}
+# Trial fields the fold loop reads that no estimator parameter sets: the estimator runs no
+# plug-in members, and G1/G2/G3 replay the members' own training stream.
+LOOP_ONLY = ("online_regime", "plugin_members")
 
 
 def estimator_defaults(task: str) -> dict:
-    """Each parameter's default: the fields' one for estimators, or None where it differs
-    between the data kinds the task's estimator takes (None then means the data kind's own)."""
+    """Each setting's default for the task's estimator (fields.py, estimator=True), or None where
+    it differs between the data kinds that estimator takes (None then means the data kind's own)."""
     kinds = [defaults(task, m, estimator=True) for m in MODALITIES[task]]
-    return {n: kinds[0][n] if all(k[n] == kinds[0][n] for k in kinds) else None
-            for n in PARAMETERS}
+    return {n: v if all(k.get(n) == v for k in kinds) else None for n, v in kinds[0].items()}
+
+
+# The defaults in the signatures below are read from sbfn_dist.settings.fields when this module
+# loads, as MLPConfig's are: a reader and an IDE see every parameter and where its default comes
+# from, get_params and repr see the value, and fields.py stays the one place a default is
+# written. A sentinel default (resolved at fit) would hide the value from get_params and repr.
+_REG = estimator_defaults("regression")
+_CLF = estimator_defaults("classification")
 
 
 class FitDivergedError(SbfnError):
     """Training produced non-finite parameters; the message says which step size to lower."""
 
 
-def _init(task: str, names: tuple):
-    """The __init__ of an estimator taking `names` as keywords, defaults estimator_defaults(task).
-
-    scikit-learn reads the parameters off the signature (get_params, clone), so it is set
-    explicitly; __init__ only stores them, as scikit-learn requires (checks happen at fit)."""
-    task_defaults = estimator_defaults(task)
-    signature = inspect.Signature(
-        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=task_defaults[n])
-           for n in names])
-
-    def __init__(self, **params):
-        try:
-            bound = signature.bind(self, **params)
-        except TypeError as err:                    # an unknown name, as Python would say it
-            raise TypeError(f"{type(self).__name__}: {err}") from None
-        bound.apply_defaults()
-        for name in names:
-            setattr(self, name, bound.arguments[name])
-
-    __init__.__signature__ = signature
-    return __init__
-
-
 class _SBFNEstimator(BaseEstimator):
     _task: str              # "regression" | "classification"
 
-    def _settings(self, modality: str) -> dict:
+    def _settings(self, modality: str) -> TrialConfig:
         """Every parameter checked against PARAMETERS (once, at fit), numpy scalars made plain
-        and None resolved to the default of the data kind fit sees."""
+        and None resolved to the default of the data kind fit sees; as the trial's config."""
         ctx = Ctx({"task": self._task}, estimator=True)
         task_defaults = estimator_defaults(self._task)
         kind = defaults(self._task, modality, estimator=True)
@@ -130,37 +98,44 @@ class _SBFNEstimator(BaseEstimator):
                 raise ConfigError(name, value, check.text(ctx))
             value = value.item() if isinstance(value, np.generic) else value
             out[name] = kind[name] if value is None else value
-        out["seed"] = out["random_state"] or 0      # Maybe's note: None is seed 0
-        return out
+        return _trial_config(out, self._task)
 
-    def _train(self, s: dict, train, *args):
-        """The members, by `train` (train_mlp or train_cnn); divergence is a FitDivergedError."""
-        try:
-            return train(*args)
-        except TrainingDiverged as err:
-            hint = "" if getattr(self, "image_shape_", None) else " or init_scale"
-            raise FitDivergedError(f"{type(self).__name__} training diverged ({err}) with "
-                                   f"lr={s['lr']}; try a smaller lr{hint}") from None
-
-    def _scale_x(self, X: np.ndarray) -> np.ndarray:
-        return (X - self.x_mean_) / self.x_scale_
-
-
-def _config(cls, s: dict, **fixed):
-    """A member config (MLPConfig, CNNConfig) from the settings its fields name."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{**{k: v for k, v in s.items() if k in names}, **fixed})
+    def _run_fold(self, cfg: TrialConfig, fold: Fold):
+        """(members, fitted combiner): the fold loop of run_trial (sbfn_dist.combiners.ensembles)
+        on fit's rows; divergence of the members is a FitDivergedError."""
+        ens = ENSEMBLES[self._task](cfg, fold)
+        [members] = train_together([ens])
+        if isinstance(members, TrainingDiverged):
+            hint = "" if fold.images is not None else " or init_scale"
+            raise FitDivergedError(f"{type(self).__name__} training diverged ({members}) with "
+                                   f"lr={cfg.lr}; try a smaller lr{hint}")
+        [(_, _, model, _)] = ens.fit(members)
+        return members, model
 
 
-def _mlp_config(s: dict, geometry: str) -> MLPConfig:
-    return _config(MLPConfig, s, device=resolve_device(s["device"]), geometry=geometry)
+def _trial_config(s: dict, task: str) -> TrialConfig:
+    """The checked parameters `s` as the TrialConfig the fold loop reads: the one combiner as the
+    trial's combiners, lambda2 as a path of one value, random_state=None as seed 0 (fits are
+    deterministic), the device resolved. CNN steps run fp32 and eager on every device
+    (CNNConfig's own defaults): an estimator's fit does not depend on a GPU's bf16."""
+    values = {n: v for n, v in s.items() if n in TRIAL_FIELDS}
+    values.update({n: field(n).default for n in LOOP_ONLY})
+    values.update(task=task, combiners=(s["combiner"],), seed=s["random_state"] or 0,
+                  device=resolve_device(s["device"]), precision=CNNConfig.precision,
+                  step_engine=CNNConfig.engine)
+    if "lambda2" in s:
+        values["lambda2"] = (s["lambda2"],)
+    return TrialConfig(values)
 
 
-def _moments(a: np.ndarray):
-    """Column means and stds; a (near-)constant column gets std 1 so scaling stays finite."""
-    mean, std = a.mean(0), a.std(0)
-    constant = std <= 1e-12 * np.maximum(1.0, np.abs(mean))
-    return mean, np.where(constant, 1.0, std)
+def _fold(cfg: TrialConfig, x, y, **parts) -> Fold:
+    """fit's rows as the training part of one fold of cfg's trial, seeded by random_state; it has
+    no test part (predict brings the rows)."""
+    return Fold(0, x, y, x[:0], np.empty(0), cfg.task, {}, cfg.seed, device=cfg.device, **parts)
+
+
+def _numpy(d: torch.Tensor) -> np.ndarray:
+    return d.double().cpu().numpy()
 
 
 # ------------------------------------------------------------------------- regression
@@ -173,30 +148,15 @@ def _single_target(y: np.ndarray) -> np.ndarray:
     return column_or_1d(y, warn=True)
 
 
-def _regression_combiner(s: dict):
-    name = s["combiner"]
-    if name in CLOSED_FORM:
-        linear = name == "sbfn_ls_linear"        # always with an intercept (sbfn_dist.settings.tasks)
-        return SBFNLeastSquares(s["lambda2"], s["sbfn_basis"], None,
-                                linear or s["sbfn_intercept"], linear, s["seed"])
-    if name in ITERATIVE:
-        return OnlineSBFN(name, s["lambda2"], s["lr_alpha"], s["window"], s["g3_basis"],
-                          seed=s["seed"])
-    return ArithmeticCombiner()
-
-
-def _numpy(d: torch.Tensor) -> np.ndarray:
-    return d.double().cpu().numpy()
-
-
 class SBFNRegressor(RegressorMixin, _SBFNEstimator):
     """Structured Basis Function Network regressor: M members and one s-BFN combiner.
 
-    X and y are standardised inside fit (constant columns are centred only), so the step sizes
-    mean the same on any data scale. Members: `n_members` two-layer MLPs (`width`, `activation`,
-    `init_scale` = chi, `init_scheme`, `dtype`) trained together by epsilon-modulated
-    winner-takes-all SGD (`epsilon`, `lr` = eta_theta, `epochs`, `batch_size`, `lambda1`):
-    the paper's Algorithm 1, in mini-batches of `batch_size`. Combiner, fitted on them:
+    X and y are standardised inside fit by the trials' FoldScaler (constant columns are centred
+    only, and a constant y is predicted), so the step sizes mean the same on any data scale.
+    Members: `n_members` two-layer MLPs (`width`, `activation`, `init_scale` = chi,
+    `init_scheme`, `dtype`) trained together by epsilon-modulated winner-takes-all SGD
+    (`epsilon`, `lr` = eta_theta, `epochs`, `batch_size`, `lambda1`): the paper's Algorithm 1,
+    in mini-batches of `batch_size`. Combiner, fitted on them:
       "sbfn_ls_linear" closed-form ridge s-BFN (Eq. "weights"; `lambda2`, `sbfn_basis`) with an
                        intercept and the raw member outputs as extra features (docs/method.md);
       "sbfn_ls"        the same without the extra features (`sbfn_intercept`: add an intercept);
@@ -206,75 +166,103 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
       "arithmetic"     the members' mean.
     Parameters the combiner does not use are ignored.
 
-    Defaults: a trial's (sbfn_dist.settings.fields; lambda2 = 0, the first value of its path) except, as
-    measured in docs/method.md ("The scikit-learn estimators' defaults"): mini-batches of 16 for
-    20 epochs where a trial steps per row for 10 (the same R^2 on diabetes in a third of the
-    time), hence chi = 1 (0.1 barely moves mini-batch members); dtype float64, so predictions do
-    not depend on how rows are batched (scikit-learn checks this to 1e-7); device "cpu". The
-    combiner "sbfn_ls_linear" beat averaging in every regression run (docs/results, claim (1)).
-    `random_state=None` means seed 0: fits are deterministic unless a seed is given.
+    Defaults: a trial's (sbfn_dist.settings.fields; lambda2 = 0, the first value of its path)
+    except, as measured in docs/method.md ("The scikit-learn estimators' defaults"): mini-batches
+    of 16 for 20 epochs where a trial steps per row for 10 (the same R^2 on diabetes in a third
+    of the time), hence chi = 1 (0.1 barely moves mini-batch members); dtype float64, so
+    predictions do not depend on how rows are batched (scikit-learn checks this to 1e-7); device
+    "cpu". The combiner "sbfn_ls_linear" beat averaging in every regression run (docs/results,
+    claim (1)). `random_state=None` means seed 0: fits are deterministic unless a seed is given.
     `device`: "cpu", "cuda" or "auto" (CUDA when present).
 
-    Fitted attributes: `members_` (sbfn_dist.learners.training.TrainedMembers), `combiner_`, `x_mean_`,
-    `x_scale_`, `y_mean_`, `y_scale_`, `n_features_in_` (and `feature_names_in_` for named
-    columns).
+    Fitted attributes: `members_` (sbfn_dist.learners.training.TrainedMembers), `combiner_`,
+    `scaler_` (sbfn_dist.data.preprocess.FoldScaler of X and y), `n_features_in_` (and
+    `feature_names_in_` for named columns).
     """
 
     _task = "regression"
 
-    __init__ = _init("regression", (*MEMBERS, *MLP, *REGRESSION_COMBINER, *RUN))
+    def __init__(self, *,
+                 # the members (Algorithm 1)
+                 n_members=_REG["n_members"], epsilon=_REG["epsilon"], lr=_REG["lr"],
+                 epochs=_REG["epochs"], batch_size=_REG["batch_size"],
+                 # each member, an MLP
+                 width=_REG["width"], init_scale=_REG["init_scale"], lambda1=_REG["lambda1"],
+                 activation=_REG["activation"], init_scheme=_REG["init_scheme"],
+                 dtype=_REG["dtype"],
+                 # the combiner
+                 combiner=_REG["combiner"], lambda2=_REG["lambda2"], lr_alpha=_REG["lr_alpha"],
+                 window=_REG["window"], sbfn_basis=_REG["sbfn_basis"],
+                 sbfn_intercept=_REG["sbfn_intercept"], g3_basis=_REG["g3_basis"],
+                 # where and how reproducibly it runs
+                 device=_REG["device"], random_state=_REG["random_state"]):
+        self.n_members = n_members
+        self.epsilon = epsilon
+        self.lr = lr
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.width = width
+        self.init_scale = init_scale
+        self.lambda1 = lambda1
+        self.activation = activation
+        self.init_scheme = init_scheme
+        self.dtype = dtype
+        self.combiner = combiner
+        self.lambda2 = lambda2
+        self.lr_alpha = lr_alpha
+        self.window = window
+        self.sbfn_basis = sbfn_basis
+        self.sbfn_intercept = sbfn_intercept
+        self.g3_basis = g3_basis
+        self.device = device
+        self.random_state = random_state
 
     def fit(self, X, y):
-        s = self._settings("tabular")
+        cfg = self._settings("tabular")
         if y is not None:     # None: scikit-learn's own message (validate_data)
             y = numeric_target(y, "y given to SBFNRegressor.fit", "use SBFNClassifier for "
                                "class labels")
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
         y = _single_target(y)
-        self.x_mean_, self.x_scale_ = _moments(X)
-        y_mean, y_scale = _moments(y.reshape(-1, 1))
-        self.y_mean_, self.y_scale_ = float(y_mean[0]), float(y_scale[0])
-        Xs, ys = self._scale_x(X), (y - self.y_mean_) / self.y_scale_
-        # G1/G2/G3 replay the members' training-time predictions (sbfn_dist.learners.training).
-        stream = (StreamRecorder(s["epochs"] * len(ys), s["n_members"], getattr(torch, s["dtype"]))
-                  if s["combiner"] in ITERATIVE else None)
-        members = self._train(s, train_mlp, Xs, ys, _mlp_config(s, "squared"), 1,
-                              [stream] if stream else [])
-        self.combiner_ = self._fit_combiner(s, _numpy(members.predict(Xs)), ys, stream)
-        self.members_ = members
+        # The statistics of every row fit is given (a trial's training part is all of X here).
+        self.scaler_ = FoldScaler(refuse_constant_target=False).fit(X, y)
+        x = self.scaler_.transform_X(X)
+        members, model = self._run_fold(cfg, _fold(cfg, x, self.scaler_.transform_y(y),
+                                                   scaler=self.scaler_))
+        _check_combiner(cfg, model, _numpy(members.predict(x)))
+        self.members_, self.combiner_ = members, model
         return self
-
-    def _fit_combiner(self, s: dict, D: np.ndarray, ys: np.ndarray, stream):
-        comb = _regression_combiner(s)
-        if stream is not None:
-            fit_online_grid(*stream.arrays(), s["batch_size"], [comb])
-        else:
-            comb.fit(D, ys)
-        # The alpha recursion runs with overflow warnings off, so a too-large lr_alpha
-        # shows up only as absurd (or non-finite) fitted values. y is standardised here,
-        # so an RMS of a million target stds cannot be a fit.
-        with np.errstate(over="ignore", invalid="ignore"):
-            rms = np.sqrt(np.mean(comb.predict(D) ** 2))
-        if not rms < DIVERGED_RMS:
-            fix = f"a smaller lr_alpha (now {s['lr_alpha']}) or" if stream is not None else ""
-            raise FitDivergedError(
-                f"SBFNRegressor combiner '{s['combiner']}' diverged (training predictions reach "
-                f"{rms:.3g} target stds); try {fix} a larger lambda2 (now {s['lambda2']})")
-        return comb
 
     def _scaled_members(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return _numpy(self.members_.predict(self._scale_x(X)))
+        return _numpy(self.members_.predict(self.scaler_.transform_X(X)))
 
     def predict(self, X) -> np.ndarray:
         """Combined prediction, shape (N,), in the units of y."""
         D = self._scaled_members(X)  # first: it raises NotFittedError before combiner_ is read
-        return self.combiner_.predict(D) * self.y_scale_ + self.y_mean_
+        return self.scaler_.inverse_y(self.combiner_.predict(D))
 
     def predict_members(self, X) -> np.ndarray:
         """Each member's prediction (the structured dataset D), shape (N, M), in the units of y."""
-        return self._scaled_members(X) * self.y_scale_ + self.y_mean_
+        return self.scaler_.inverse_y(self._scaled_members(X))
+
+
+def _check_combiner(cfg: TrialConfig, model, D: np.ndarray) -> None:
+    """A FitDivergedError if the fitted combiner's training predictions are absurd.
+
+    The alpha recursion runs with overflow warnings off, so a too-large lr_alpha shows up only
+    as absurd (or non-finite) fitted values. y is standardised here, so an RMS of a million
+    target stds cannot be a fit."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        rms = np.sqrt(np.mean(model.predict(D) ** 2))
+    if rms < DIVERGED_RMS:
+        return
+    [name] = cfg.combiners
+    fix = f"a smaller lr_alpha (now {cfg.lr_alpha}) or" if name in ITERATIVE else ""
+    raise FitDivergedError(
+        f"SBFNRegressor combiner '{name}' diverged (training predictions reach {rms:.3g} "
+        f"target stds); try {fix} a larger lambda2 (now {cfg.lambda2[0]})")
 
 
 # ------------------------------------------------------------------------- classification
@@ -290,9 +278,10 @@ class _TensorImages:
 
 
 def _channel_moments(X: np.ndarray):
-    """Per-channel pixel mean and std of float32 images (N, C, H, W); + 1e-8 keeps a constant
-    channel finite."""
-    return X.mean(axis=(0, 2, 3), keepdims=True), X.std(axis=(0, 2, 3), keepdims=True) + 1e-8
+    """The trials' per-channel image moments (data.images.channel_moments), shaped to broadcast
+    over (N, C, H, W) arrays."""
+    mean, std = channel_moments(torch.as_tensor(X))
+    return mean.numpy().reshape(1, -1, 1, 1), std.numpy().reshape(1, -1, 1, 1)
 
 
 def _is_images(X) -> bool:
@@ -304,16 +293,13 @@ def _as_images(X: np.ndarray) -> np.ndarray:
     return X[:, None] if X.ndim == 3 else X
 
 
-def _head(name: str, s: dict, n_classes: int, device):
-    return make_head(name, s.get, n_classes, s["seed"], device)
-
-
-def _held_out(codes: np.ndarray, s: dict):
-    """(member rows, held-out rows): a stratified, seeded `val_fraction` for stacked combiners."""
+def _held_out(codes: np.ndarray, cfg: TrialConfig):
+    """(member rows, held-out rows): a stratified, seeded `val_fraction` for stacked combiners,
+    as a trial's training part is split (sbfn_dist.experiment._tabular_fold)."""
     rows = np.arange(len(codes))
-    if s["combiner"] not in STACKED:
+    if not cfg.uses_validation():
         return rows, rows[:0]
-    return validation_part(codes, rows, s["val_fraction"], s["seed"])
+    return validation_part(codes, rows, cfg.val_fraction, cfg.seed)
 
 
 class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
@@ -324,14 +310,17 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
       tables (N, d): `n_members` two-layer MLPs (`width`, `activation`, `init_scale` = chi,
         `init_scheme`, `lambda1`, `dtype`) trained together by epsilon-modulated
         winner-takes-all cross-entropy with mini-batch SGD: the paper's Algorithm 2 on MLPs.
-        X is standardised per column (constant columns are centred only).
+        X is standardised per column by the trials' FoldScaler (constant columns are centred
+        only).
       images (N, H, W) or (N, C, H, W), H, W >= 4: `n_members` CNNs (`ensemble`: an
         architecture or a mix, "Deep Base Learners"; `optimizer`, `momentum` for sgd,
         `weight_decay`) trained by Algorithm 2 without augmentation. Pixels are standardised
         per channel; predict refuses images of another shape.
     Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs, batch_size and
-    combiner None (the default) means the default of sbfn_dist.settings.fields for the data kind fit sees
-    (`fields.defaults("classification", "image", estimator=True)` for images).
+    combiner None (the default) means the default of sbfn_dist.settings.fields for the data
+    kind fit sees (`fields.defaults("classification", "image", estimator=True)` for images).
+    The statistics of the scaling are every row's; a stacked combiner's held-out rows are then
+    drawn from them.
 
     Defaults: a trial's except, as measured in docs/method.md ("The scikit-learn estimators'
     defaults"): images take the combiner "sbfn_stacked" (it beats the on-the-fly head,
@@ -358,34 +347,79 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     path above 25 rows, whose float32 distances differ from the row-by-row ones by ~1e-6.
     `random_state=None` means seed 0. `device`: "cpu", "cuda" or "auto".
 
-    Fitted attributes: `classes_`, `members_` (sbfn_dist.learners.training.TrainedMembers), `combiner_`
-    (a head module, a tuned temperature, or a fixed rule's name), `x_mean_`, `x_scale_`,
-    `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for images).
+    Fitted attributes: `classes_`, `members_` (sbfn_dist.learners.training.TrainedMembers),
+    `combiner_` (a head module, a tuned temperature, or a fixed rule's name), `scaler_` (tables:
+    the FoldScaler of X; None for images), `x_mean_`, `x_scale_` (images: per channel; None for
+    tables), `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for
+    images).
     """
 
     _task = "classification"
 
-    __init__ = _init("classification",
-                     (*MEMBERS, *MLP, *CNN, *CLASSIFICATION_COMBINER, *RUN))
+    def __init__(self, *,
+                 # the members (Algorithm 2)
+                 n_members=_CLF["n_members"], epsilon=_CLF["epsilon"], lr=_CLF["lr"],
+                 epochs=_CLF["epochs"], batch_size=_CLF["batch_size"],
+                 # each member on tables, an MLP
+                 width=_CLF["width"], init_scale=_CLF["init_scale"], lambda1=_CLF["lambda1"],
+                 activation=_CLF["activation"], init_scheme=_CLF["init_scheme"],
+                 dtype=_CLF["dtype"],
+                 # the members on images, CNNs
+                 ensemble=_CLF["ensemble"], optimizer=_CLF["optimizer"],
+                 momentum=_CLF["momentum"], weight_decay=_CLF["weight_decay"],
+                 # the combiner
+                 combiner=_CLF["combiner"], lr_alpha=_CLF["lr_alpha"],
+                 temperature=_CLF["temperature"],
+                 sbfn_units_per_member=_CLF["sbfn_units_per_member"],
+                 row_norm=_CLF["row_norm"], centre_init=_CLF["centre_init"],
+                 head_optimizer=_CLF["head_optimizer"], head_epochs=_CLF["head_epochs"],
+                 val_fraction=_CLF["val_fraction"],
+                 # where and how reproducibly it runs
+                 device=_CLF["device"], random_state=_CLF["random_state"]):
+        self.n_members = n_members
+        self.epsilon = epsilon
+        self.lr = lr
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.width = width
+        self.init_scale = init_scale
+        self.lambda1 = lambda1
+        self.activation = activation
+        self.init_scheme = init_scheme
+        self.dtype = dtype
+        self.ensemble = ensemble
+        self.optimizer = optimizer
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.combiner = combiner
+        self.lr_alpha = lr_alpha
+        self.temperature = temperature
+        self.sbfn_units_per_member = sbfn_units_per_member
+        self.row_norm = row_norm
+        self.centre_init = centre_init
+        self.head_optimizer = head_optimizer
+        self.head_epochs = head_epochs
+        self.val_fraction = val_fraction
+        self.device = device
+        self.random_state = random_state
 
     def fit(self, X, y):
         images = _is_images(X)
-        s = self._settings("image" if images else "tabular")
+        cfg = self._settings("image" if images else "tabular")
         X, y = self._fit_input(X, y, images)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         require_classes(self.classes_, "y given to SBFNClassifier.fit", "pass labels of at "
                         "least two classes")
-        self.x_mean_, self.x_scale_ = _channel_moments(X) if images else _moments(X)
+        self._fit_scaling(X, images)
         x = self._scale_x(X)
-        rows, held_out = _held_out(codes, s)
-        device = resolve_device(s["device"])
-        head = (_head(s["combiner"], s, len(self.classes_), device)
-                if s["combiner"] in ON_THE_FLY_HEADS else None)
-        members = self._train_members(x[rows], codes[rows], s, [head] if head else [])
-        combiner = head or self._fit_stacked(s, members, x[held_out], codes[held_out])
+        rows, held_out = _held_out(codes, cfg)
+        fold = (self._image_fold(cfg, x, codes, rows, held_out) if images else
+                _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
+                      n_classes=len(self.classes_)))
+        members, combiner = self._run_fold(cfg, fold)
         # Heads run in the members' dtype: float64 on tables makes predictions batch-invariant.
-        dtype = torch.float32 if images else getattr(torch, s["dtype"])
+        dtype = torch.float32 if images else getattr(torch, cfg.dtype)
         self.combiner_ = combiner.to(dtype) if isinstance(combiner, torch.nn.Module) else combiner
         self.members_ = members
         return self
@@ -404,27 +438,23 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.n_features_in_ = int(np.prod(self.image_shape_))
         return X, y
 
-    def _train_members(self, x: np.ndarray, codes: np.ndarray, s: dict, observers):
-        n_classes = len(self.classes_)
-        if self.image_shape_ is None:
-            return self._train(s, train_mlp, x, codes, _mlp_config(s, "cross_entropy"),
-                               n_classes, observers)
-        device = resolve_device(s["device"])
-        images = _TensorImages(torch.as_tensor(x, device=device),
-                               torch.as_tensor(codes, device=device), device)
-        return self._train(s, train_cnn, images, n_classes, _config(CNNConfig, s), observers)
+    def _fit_scaling(self, X: np.ndarray, images: bool) -> None:
+        """Tables: the trials' FoldScaler; images: per-channel moments (_channel_moments)."""
+        self.scaler_ = None if images else FoldScaler().fit(X)
+        self.x_mean_, self.x_scale_ = _channel_moments(X) if images else (None, None)
 
-    def _fit_stacked(self, s: dict, members, x_val: np.ndarray, y_val: np.ndarray):
-        """A stacked combiner fitted on the held-out rows' member outputs; a fixed rule's name
-        (no fit) for the others."""
-        name = s["combiner"]
-        if name not in STACKED:
-            return name
-        logits = members.scores(self._member_input(x_val, members))
-        y = torch.as_tensor(y_val, device=logits.device)
-        if name == "logit_mean_tuned":
-            return tune_temperature(logits, y)
-        return fit_stacked_head(name, s.get, torch.softmax(logits, 2).float(), y, s["seed"])
+    def _scale_x(self, X: np.ndarray) -> np.ndarray:
+        if self.image_shape_ is None:
+            return self.scaler_.transform_X(X)
+        return (X - self.x_mean_) / self.x_scale_
+
+    def _image_fold(self, cfg: TrialConfig, x: np.ndarray, codes: np.ndarray, rows, held_out):
+        """The fold of images: the member rows as tensors on the device (DeviceImages' batching,
+        without augmentation), the held-out rows for a stacked combiner."""
+        on = lambda a: torch.as_tensor(a, device=cfg.device)  # noqa: E731
+        images = _TensorImages(on(x[rows]), on(codes[rows]), cfg.device)
+        return _fold(cfg, images.train_x, images.train_y, x_val=on(x[held_out]),
+                     y_val=codes[held_out], n_classes=len(self.classes_), images=images)
 
     def _member_input(self, x: np.ndarray, members):
         """Images go to the members' device as a tensor; TrainedMembers converts tables itself."""
@@ -453,3 +483,17 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         proba = self.predict_proba(X)   # first: it raises NotFittedError before classes_ is read
         return self.classes_[proba.argmax(1)]
 
+
+def _constraint(name: str):
+    """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
+    is one value here, and the combiner one of COMBINERS of the estimator's task."""
+    if name == "combiner":
+        return OneOf(lambda ctx: COMBINERS[ctx.task])
+    check = field(name).check
+    return check.inner if isinstance(check, Items) else check
+
+
+# What each parameter of either estimator allows, checked once at fit: the constraint of the
+# field of the same name (a parameter that is no field fails here, on import).
+PARAMETERS = {name: _constraint(name) for est in (SBFNRegressor, SBFNClassifier)
+              for name in inspect.signature(est).parameters}

@@ -18,6 +18,7 @@ On a CPU, oneDNN's grouped convolutions are slower than dense per-member ones on
 large (28x28 and up), so MemberStack can also run the ordinary architecture member by member on
 views of the same stacked tensors (strategy "per_member"); "auto" chooses. See
 docs/architectures.md for layouts, parameter counts, FLOPs and the measurements behind "auto".
+A user's own networks stack in learners/factories.py; registry.py's Ensemble holds both kinds.
 """
 
 from functools import partial
@@ -220,6 +221,15 @@ def check_images(x: torch.Tensor, in_channels: int) -> None:
 STRATEGIES = ("auto", "grouped", "per_member")
 
 
+def runs_grouped(strategy: str, x: torch.Tensor) -> bool:
+    """Whether a stack runs its members with one kernel per layer on the batch x. "auto": yes,
+    except on a CPU for images of more than GROUPED_MAX_PIXELS pixels, where the convolutions are
+    compute-bound and dense per-member kernels are faster (measured in docs/architectures.md)."""
+    if strategy != "auto":
+        return strategy == "grouped"
+    return x.device.type != "cpu" or x.shape[2] * x.shape[3] <= GROUPED_MAX_PIXELS
+
+
 class MemberStack(nn.Module):
     """M members of one architecture held as a single grouped model (one tensor per layer).
 
@@ -251,12 +261,7 @@ class MemberStack(nn.Module):
         self.__dict__["_template"] = template     # not a submodule: adds no parameters
 
     def uses_grouped(self, x: torch.Tensor) -> bool:
-        """auto: grouped except on CPU for images of more than GROUPED_MAX_PIXELS pixels, where
-        the convolutions are compute-bound and dense per-member kernels are faster (measured
-        in docs/architectures.md)."""
-        if self.strategy != "auto":
-            return self.strategy == "grouped"
-        return x.device.type != "cpu" or x.shape[2] * x.shape[3] <= GROUPED_MAX_PIXELS
+        return runs_grouped(self.strategy, x)
 
     def forward(self, x):
         check_images(x, self.in_channels)
@@ -280,63 +285,7 @@ class MemberStack(nn.Module):
         model = model.to(device=ref.device, dtype=ref.dtype).train(self.training)
         return read_member(self.net, j, model)
 
+    def load_member(self, j: int, member: nn.Module) -> None:
+        """Member j's parameters and buffers := an ordinary model's."""
+        write_member(self.net, j, member)
 
-class Ensemble(nn.Module):
-    """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture, seeds[j] its seed.
-
-    Members of one architecture share a MemberStack. A packed ensemble (several hypothesis sets
-    side by side, sbfn_dist.learners.training.train_cnn_pack) is one Ensemble too; `subset` takes
-    one set back out as an ensemble of its own.
-    forward: (B, C_in, H, W) -> (B, M, n_classes) in member order j = 0..M-1.
-    """
-
-    def __init__(self, archs: list[str], in_channels: int, n_classes: int, seeds: list[int],
-                 strategy: str = "auto"):
-        super().__init__()
-        if not archs:
-            raise ConfigError("archs", archs, "at least one member architecture")
-        if len(seeds) != len(archs):
-            raise ConfigError("seeds", seeds, f"one seed per member ({len(archs)} members)")
-        self.archs, self.seeds, self.in_channels = list(archs), list(seeds), in_channels
-        self.n_classes, self.strategy = n_classes, strategy
-        groups = {check_arch(a): [j for j, b in enumerate(archs) if b == a] for a in archs}
-        self.member_ids = groups     # arch -> the member indices its stack holds, in order
-        self.stacks = nn.ModuleDict({
-            a: MemberStack(a, in_channels, n_classes, len(ids), [seeds[j] for j in ids], strategy)
-            for a, ids in groups.items()})
-        order = torch.tensor([j for ids in groups.values() for j in ids])
-        # stacks' outputs concatenated are in `order`; this gather puts them back in j order
-        self.register_buffer("gather", torch.argsort(order), persistent=False)
-
-    @property
-    def n_members(self) -> int:
-        return len(self.archs)
-
-    def forward(self, x):
-        check_images(x, self.in_channels)
-        out = torch.cat([stack(x) for stack in self.stacks.values()], dim=1)
-        return out if len(self.stacks) == 1 else out[:, self.gather]
-
-    def member(self, j: int) -> nn.Module:
-        arch = self.archs[j]
-        return self.stacks[arch].member(self.member_ids[arch].index(j))
-
-    def subset(self, start: int, stop: int) -> "Ensemble":
-        """Members [start, stop) as an ensemble of their own: their current weights and
-        BatchNorm statistics, on this ensemble's device, dtype and memory format."""
-        ref = next(self.parameters())
-        part = Ensemble(self.archs[start:stop], self.in_channels, self.n_classes,
-                        self.seeds[start:stop], self.strategy)
-        part = part.to(device=ref.device, dtype=ref.dtype).train(self.training)
-        for j in range(start, stop):
-            arch = self.archs[j]
-            write_member(part.stacks[arch].net, part.member_ids[arch].index(j - start),
-                         self.member(j))
-        return _like(part, ref)
-
-
-def _like(model: nn.Module, ref: torch.Tensor) -> nn.Module:
-    """`model` in the memory format of the reference convolution weight (channels_last stays)."""
-    if ref.ndim == 4 and ref.is_contiguous(memory_format=torch.channels_last):
-        return model.to(memory_format=torch.channels_last)
-    return model

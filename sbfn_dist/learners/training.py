@@ -7,8 +7,9 @@ Algorithm 2). Two trainers, one result type:
 
   train_mlp  tables: M MLPs in one flat buffer, hand-written gradients and plain SGD (+ the
              lambda1 sign step) -- at b = 1 autograd's per-step overhead would dominate;
-  train_cnn  images: M CNNs as one grouped model (learners/cnn.py), autograd and torch.optim;
-             its step runs as sbfn_dist.learners.steps says (bf16 + a CUDA graph on CUDA).
+  train_cnn  images: M CNNs as member stacks (built-ins grouped, learners/cnn.py; your own
+             networks vmapped, learners/factories.py), autograd and torch.optim; its step
+             runs as sbfn_dist.learners.steps says (bf16 + a CUDA graph on CUDA).
 
 Both return TrainedMembers, whose `predict` gives the structured dataset D (N, M, d).
 
@@ -36,8 +37,8 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.settings.fields import OPTIMIZERS, defaults
 from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import VectorisedMLP, member_init
-from sbfn_dist.learners.cnn import Ensemble, member_seed
-from sbfn_dist.learners.registry import ensemble_archs
+from sbfn_dist.learners.cnn import member_seed
+from sbfn_dist.learners.registry import Ensemble, check_ensemble, ensemble_archs
 from sbfn_dist.runtime import torch_threads
 from sbfn_dist.learners.steps import StepRunner, autocast, memory_format, tuned_kernels
 
@@ -82,7 +83,8 @@ class MLPConfig:
 @dataclass(frozen=True)
 class CNNConfig:
     """What train_cnn uses; defaults: the image-classification ones of sbfn_dist.settings.fields."""
-    ensemble: str = _CNN["ensemble"]        # mixed (heterogeneous) | cnn | resnet | an architecture
+    ensemble: str = _CNN["ensemble"]        # mixed | cnn | resnet | an architecture | a factory
+                                            # path | a list of these, joined by ","
     n_members: int = _CNN["n_members"]
     epsilon: float = _CNN["epsilon"]
     epochs: int = _CNN["epochs"]
@@ -333,9 +335,12 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
             raise ConfigError(name, [getattr(c, name) for c in cfgs],
                               "one value for every hypothesis set of a pack (CNN_PACK_SHARED)")
     cfg, device = cfgs[0], images.train_x.device
+    n_channels, size = images.train_x.shape[1], images.train_x.shape[2:]
+    for kind in dict.fromkeys(c.ensemble for c in cfgs):   # your factories, before any work
+        check_ensemble(kind, n_channels, n_classes, size, device)
     torch.manual_seed(cfg.seed)
     model = Ensemble([a for c in cfgs for a in ensemble_archs(c.ensemble, c.n_members)],
-                     images.train_x.shape[1], n_classes,
+                     n_channels, n_classes,
                      [member_seed(c.seed, j) for c in cfgs for j in range(c.n_members)])
     fmt = memory_format(cfg.precision, device)
     model = model.to(device=device, memory_format=fmt)

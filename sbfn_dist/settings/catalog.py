@@ -1,14 +1,22 @@
 """The data sets sbfn-dist knows: tables or images, their task, whether they come from files.
 
 Torch-free and file-free, so that a config is checked against it before anything loads (and
-the analysis layer may read it). The loaders live in `tabular.py` and `images.py`.
+the analysis layer may read it). The loaders live in `tabular.py`, `images.py` and
+`image_files.py`. Beside the names, a data set may be a path behind a prefix:
+
+    csv:PATH     your table (a header row; the target column named by `target`)
+    npz:PATH     your images as arrays: x (N, H, W), (N, H, W, C) or (N, C, H, W), labels y
+    folder:PATH  your image files, one folder per class (torchvision's ImageFolder layout)
 """
 
+import os
 from dataclasses import dataclass
 
 from sbfn_dist.errors import DataError
 
 CSV_PREFIX = "csv:"
+NPZ_PREFIX = "npz:"
+FOLDER_PREFIX = "folder:"
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,11 @@ CATALOG = {
 }
 # Any user table: regression by default, classification with task="classification".
 CSV = DataSet("tabular", REGRESSION + CLASSIFICATION, True, about="a user CSV with a header row")
+# Any user images: augmentation off by default, since a flip may change what an image shows
+# (a digit, a letter); augment=True turns the crop + flip on.
+NPZ = DataSet("image", CLASSIFICATION, True, about="your arrays x (images) and y (labels)")
+FOLDER = DataSet("image", CLASSIFICATION, True, about="your image files, one folder per class")
+BY_PREFIX = {CSV_PREFIX: CSV, NPZ_PREFIX: NPZ, FOLDER_PREFIX: FOLDER}
 
 
 def names(modality: str | None = None, task: str | None = None) -> tuple:
@@ -56,11 +69,37 @@ def names(modality: str | None = None, task: str | None = None) -> tuple:
                  if modality in (None, d.modality) and task in (None, *d.tasks))
 
 
+def prefix_of(name) -> str | None:
+    """The prefix of a data set given as a path (csv:, npz:, folder:); None for a name."""
+    if isinstance(name, str):
+        return next((p for p in BY_PREFIX if name.startswith(p)), None)
+    return None
+
+
 def lookup(name: str) -> DataSet:
-    if isinstance(name, str) and name.startswith(CSV_PREFIX):
-        return CSV
+    if prefix := prefix_of(name):
+        return BY_PREFIX[prefix]
     try:
         return CATALOG[name]
     except (KeyError, TypeError):
         raise DataError(f"unknown data set {name!r}: use one of {', '.join(CATALOG)}, or "
-                        f"'csv:PATH' for your own comma-separated file with a header row") from None
+                        f"'csv:PATH' for your own comma-separated file with a header row, "
+                        f"'npz:PATH' for your image arrays x and y, 'folder:PATH' for your "
+                        f"image files in one folder per class") from None
+
+
+def absolute(name):
+    """`name` with the path of a csv:, npz: or folder: data set made absolute against the
+    current directory (a trial may run in another one: Ray Tune changes it)."""
+    if prefix := prefix_of(name):
+        return prefix + os.path.abspath(os.path.expanduser(name[len(prefix):]))
+    return name
+
+
+def short_name(name: str) -> str:
+    """A data set as a name fit for a sweep's or a file's name: csv:/data/runs.csv -> runs,
+    folder:/data/pets/ -> pets, npz:/data/cifar.npz -> cifar; a catalog name as it is."""
+    if not (prefix := prefix_of(name)):
+        return name
+    stem = os.path.basename(os.path.normpath(name[len(prefix):]))
+    return os.path.splitext(stem)[0] if prefix != FOLDER_PREFIX else stem

@@ -131,21 +131,22 @@ def _what(ctx: Ctx) -> str:
 
 
 def absolute_paths(config: dict) -> dict:
-    """`config` with its paths (data_dir, a csv:PATH data set) made absolute against the current
-    directory: a trial may run in another one (Ray Tune changes it), so paths are fixed where
-    the user gave them."""
+    """`config` with its paths (data_dir, a csv:, npz: or folder: data set) made absolute
+    against the current directory: a trial may run in another one (Ray Tune changes it), so
+    paths are fixed where the user gave them."""
     out = dict(config)
     if isinstance(out.get("data_dir"), str):
         out["data_dir"] = os.path.abspath(os.path.expanduser(out["data_dir"]))
-    dataset = out.get("dataset")
-    if isinstance(dataset, str) and dataset.startswith(catalog.CSV_PREFIX):
-        path = os.path.abspath(os.path.expanduser(dataset[len(catalog.CSV_PREFIX):]))
-        out["dataset"] = catalog.CSV_PREFIX + path
+    if "dataset" in out:
+        out["dataset"] = catalog.absolute(out["dataset"])
     return out
 
 
 def _normalise(f, value):
-    """A list field takes a list, a tuple or one item; it is stored as a tuple."""
+    """A list field takes a list, a tuple or one item; it is stored as a tuple. A check with a
+    stored form of its own (the ensemble's list) makes it."""
+    if hasattr(f.check, "normalise"):
+        return f.check.normalise(value)
     if isinstance(f.check, Items):
         if isinstance(value, (str, int, float)):
             return (value,)

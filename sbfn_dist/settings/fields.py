@@ -21,9 +21,10 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sbfn_dist.errors import DataError
+from sbfn_dist.errors import DataError, did_you_mean
 from sbfn_dist.settings import catalog
-from sbfn_dist.settings.imports import estimator_class, import_estimator
+from sbfn_dist.settings.imports import (estimator_class, import_estimator, import_factory,
+                                        is_factory_path)
 from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
                              STACKED, TASKS)
 
@@ -41,6 +42,9 @@ ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
 HETEROGENEOUS = "mixed"       # the paper's heterogeneous kind: the architectures alternate
 HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}   # the paper's homogeneous kinds
 ENSEMBLE_KINDS = (HETEROGENEOUS, *HOMOGENEOUS, *ARCHITECTURES)
+# An ensemble given as a list of architectures is stored joined by this: one value, so that it
+# is one point of a sweep's axis and one records column (a factory path holds no comma).
+MEMBER_SEPARATOR = ","
 OPTIMIZERS = ("sgd", "adam")
 REGIMES = ("on_the_fly", "plug_in")
 BASES = ("member", "kmeans")
@@ -288,6 +292,46 @@ class Estimator:
                 "that builds with no arguments (package.module.ClassName)")
 
 
+class Members:
+    """An ensemble kind, the import path of a member factory (package.module:build), or a list of
+    architectures and factory paths assigned to the members cyclically (as mixed's are). A
+    factory is imported here, so a typo is refused with its import's own error before any work
+    starts; what it builds is checked on a dummy batch where the data's shape is known
+    (sbfn_dist.learners.factories.check_factory)."""
+
+    def normalise(self, v):
+        """A list (or tuple) is stored joined by MEMBER_SEPARATOR."""
+        if isinstance(v, (list, tuple)):
+            return MEMBER_SEPARATOR.join(str(item).strip() for item in v)
+        return v
+
+    def ok(self, v, ctx) -> bool:
+        return isinstance(v, str) and (v in ENSEMBLE_KINDS or not self.why(v, ctx))
+
+    def why(self, v, ctx) -> str:
+        """The first item's reason to be refused (a factory's import error), "" if none."""
+        if not isinstance(v, str) or v in ENSEMBLE_KINDS:
+            return ""
+        return next(filter(None, map(member_refusal, v.split(MEMBER_SEPARATOR))), "")
+
+    def text(self, ctx) -> str:
+        return (f"one of {ENSEMBLE_KINDS}, the import path of your factory build(in_channels, "
+                "n_classes) -> torch.nn.Module (package.module:build; importing it runs its "
+                f"code), or a list of architectures {ARCHITECTURES} and factory paths (cycled "
+                "over the members)")
+
+
+def member_refusal(item: str) -> str:
+    """Why one item of an ensemble list names no member network ("" if it names one)."""
+    if item in ARCHITECTURES:
+        return ""
+    if is_factory_path(item):
+        why = import_factory(item)[1]
+        return f"{item!r}: {why}" if why else ""
+    return (f"{item!r} is no architecture and no factory path"
+            f"{did_you_mean(item, ENSEMBLE_KINDS)}")
+
+
 def _split_choices(ctx):
     return SPLITS if ctx.tabular else ("holdout",)
 
@@ -309,7 +353,8 @@ MEMBERS = "trials that train members (at least one combiner)"
 
 FIELDS = [
     # --- what runs: the data set, its task, what is evaluated
-    Field("dataset", Text(), "diabetes", hyper=False, doc="a catalog name or csv:PATH"),
+    Field("dataset", Text(), "diabetes", hyper=False,
+          doc="a catalog name, csv:PATH, npz:PATH or folder:PATH"),
     Field("task", TaskOf(), lambda ctx: ctx.data.task, hyper=False,
           doc="regression | classification (the data set's own by default; csv: both)"),
     Field("combiners", Items(OneOf(_combiner_choices)), lambda ctx: TASKS[ctx.task].combiners,
@@ -346,6 +391,11 @@ FIELDS = [
           hyper=False, record=False, doc="member-training images per split"),
     Field("n_test", Maybe(Int(10), "the official test-set size"), None, lambda ctx: ctx.image,
           IMAGES, hyper=False, record=False),
+    # A folder's images are resized to one shape (members take one input shape); npz arrays
+    # and the built-in sets keep theirs. >= learners/cnn.MIN_SIZE (tests/test_image_files.py).
+    Field("image_size", Maybe(Int(4), "the images' own size, the same for all"), None,
+          lambda ctx: ctx.data is catalog.FOLDER, "folder:PATH data sets", hyper=False,
+          doc="resize every image of the folder to N x N pixels"),
     Field("augment", Bool(), lambda ctx: ctx.data.augment, lambda ctx: ctx.image and ctx.members,
           "image trials that train members", doc="crop (+ flip) augmentation of training images"),
     # --- the M members (paper, Table "hyper"; Algorithms 1 and 2)
@@ -389,8 +439,9 @@ FIELDS = [
     Field("dtype", OneOf(DTYPES), "float32", lambda ctx: ctx.members and ctx.tabular, TABULAR,
           est="float64", hyper=False),
     # CNN members (paper, "Deep Base Learners")
-    Field("ensemble", OneOf(ENSEMBLE_KINDS), HETEROGENEOUS, lambda ctx: ctx.members and ctx.image,
-          IMAGES, doc="mixed (heterogeneous) | cnn | resnet | an architecture"),
+    Field("ensemble", Members(), HETEROGENEOUS, lambda ctx: ctx.members and ctx.image,
+          IMAGES, doc="mixed (heterogeneous) | cnn | resnet | an architecture | your factory "
+                      "package.module:build | a list of these architectures and factories"),
     Field("optimizer", OneOf(OPTIMIZERS), "adam", lambda ctx: ctx.members and ctx.image, IMAGES),
     Field("momentum", Real(0, 1), 0.9,
           lambda ctx: ctx.members and ctx.image and ctx["optimizer"] == "sgd",

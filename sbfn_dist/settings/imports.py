@@ -1,7 +1,9 @@
-"""The import path of a user's scikit-learn model (`package.module.ClassName`), as a setting may
-name one (competitors, plug-in hypotheses): imported and built once when the setting is checked,
-so a typo or an unusable class is refused, with the import's own error, before any work starts.
-scikit-learn is imported only when a path is given (the settings stay free of it)."""
+"""The import paths a setting may name: a user's scikit-learn model (`package.module.ClassName`:
+competitors, plug-in hypotheses) and a user's member network factory (`package.module:build`,
+the `ensemble` setting). Imported (and a model built) once when the setting is checked, so a typo
+or an unusable object is refused, with the import's own error in one line, before any work
+starts. Importing a path runs the user's code, trusted as any Python import is. scikit-learn is
+imported only when a model path is given (the settings stay free of it and of torch)."""
 
 import importlib
 import inspect
@@ -20,17 +22,9 @@ def import_estimator(path: str, task: str) -> tuple[type | None, str]:
     module, _, attr = path.rpartition(".")
     if not module:
         return None, f"'{path}' is no import path (package.module.ClassName)"
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except AttributeError:
-        return None, f"module {module} has no {attr!r}"
-    except SystemExit as exc:     # a script, not a library: it must not end the sweep
-        return None, f"importing {module} called sys.exit({exc.code!r})"
-    except ImportError as exc:
-        return None, (f"importing {module} failed: {type(exc).__name__}: {exc} (install it, or "
-                      "put its folder on PYTHONPATH: here and on every Ray worker)")
-    except Exception as exc:
-        return None, f"importing {module} failed: {type(exc).__name__}: {exc}"
+    cls, why = imported(module, attr)
+    if why:
+        return None, why
     if not inspect.isclass(cls):
         return None, f"{path} is a {type(cls).__name__}, not a class"
     try:
@@ -58,3 +52,48 @@ def _unusable(probe, name: str, task: str) -> str:
     if not (classifier and hasattr(probe, "predict_proba")):
         return f"{name} is not a classifier with predict_proba"
     return ""
+
+
+def is_factory_path(name: str) -> bool:
+    """A member factory is named as package.module:build: the colon sets it apart from the
+    built-in architecture names (and from a model's dotted class path)."""
+    return ":" in name
+
+
+def import_factory(path: str):
+    """(the function at `path` = package.module:build, "") if it is callable, else (None, why
+    not): the error its import raised, in one line. What it builds is checked on a dummy batch
+    where the data's shape is known (sbfn_dist.learners.factories.check_factory)."""
+    module, _, attr = path.partition(":")
+    if not module or not attr:
+        return None, f"'{path}' is no factory path (package.module:build)"
+    build, why = imported(module, attr)
+    if why:
+        return None, why
+    if not callable(build):
+        return None, (f"{path} is not callable (a {type(build).__name__}): a factory is a "
+                      "function build(in_channels, n_classes)")
+    return build, ""
+
+
+def imported(module: str, attr: str):
+    """(module.attr, "") or (None, why the import failed): the error named as Python named it,
+    its first line only (a refusal is one line)."""
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except AttributeError:
+        return None, f"module {module} has no {attr!r}"
+    except SystemExit as exc:     # a script, not a library: it must not end the sweep
+        return None, f"importing {module} called sys.exit({exc.code!r})"
+    except ImportError as exc:
+        return None, (f"importing {module} failed: {named_error(exc)} (install it, or put its "
+                      "folder on PYTHONPATH: here and on every Ray worker)")
+    except Exception as exc:
+        return None, f"importing {module} failed: {named_error(exc)}"
+    return found, ""
+
+
+def named_error(exc: BaseException) -> str:
+    """The exception as 'TypeError: its message', its first line only."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"

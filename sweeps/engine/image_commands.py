@@ -4,15 +4,18 @@
         [--members ...] [--ensembles ...] [--splits 5]
     (the same for sweeps.mnist and sweeps.fashion_mnist)
 
-One trial trains one ensemble (kind, M, ε) on one split; the s-BFN head, MoE, logit and
-probability averaging are all evaluated on it. Common options (Ray, storage, MLflow, resume,
+The grid is sweeps/grids/images/mnist.yaml, every image data set's. One trial trains one
+ensemble (kind, M, ε) on one split; the s-BFN head, MoE, logit and probability averaging are
+all evaluated on it. Common options (Ray, storage, MLflow, resume,
 --set epochs=... n_train=... for a reduced budget): --help.
 """
 
-from sbfn_dist.settings.fields import defaults
+from sbfn_dist.settings.fields import HETEROGENEOUS, HOMOGENEOUS, defaults
 from sbfn_dist.interfaces.usage import ListOf, bounded
 from sweeps.engine.commands import common_parser, options, run
-from sweeps.engine.spaces import IMAGE_ENSEMBLES, image_sweep
+from sweeps.engine.spaces import image_sweep
+
+KINDS = (HETEROGENEOUS, *HOMOGENEOUS)     # the ensemble kinds (sbfn_dist/settings/fields.py)
 
 
 def parser_for(dataset: str):
@@ -23,11 +26,11 @@ def parser_for(dataset: str):
                    help="ε values (default: the grid's)")
     g.add_argument("--members", action=ListOf, item=bounded(int, 1, 100, "M values"),
                    help="M values (default: the grid's)")
-    g.add_argument("--ensembles", action=ListOf, help=f"from {', '.join(IMAGE_ENSEMBLES)} "
+    g.add_argument("--ensembles", action=ListOf, help=f"from {', '.join(KINDS)} "
                    "or an architecture (simple_cnn, resnet_tiny1, resnet_tiny2) "
                    "(default: the grid's)")
-    g.add_argument("--splits", type=int, help="repeated holdout splits (default: "
-                   f"{defaults('classification', 'image')['folds']})")
+    g.add_argument("--splits", type=int, help="repeated holdout splits (default: the grid's, "
+                   f"else {defaults('classification', 'image')['folds']})")
     return p
 
 

@@ -11,29 +11,28 @@ registry); the models a trial computes are its config's fields that name them.
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.settings.tasks import ESTIMATORS, TASKS
 from sbfn_dist.errors import did_you_mean
-from sweeps.engine.trainable import trial_config
 
 # The config fields whose names are the models of a trial's records (sbfn_dist.experiment:
 # one model per combiner, competitor and plug-in).
 MODEL_FIELDS = ("combiners", "competitors", "plugin_members")
 
 
-def check_model_names(spec, base: dict, sweep: str, objective: str) -> None:
-    """Every model name of the sweep's trials, then its objective (sweeps.engine.runner.validate)."""
-    kinds = distinct_trials(spec.trials(base), base)
-    for trial in kinds:
-        check_names({**base, **trial}, spec.task)
-    check_objective(objective, spec.objective, [trial_config(t, base, sweep) for t in kinds])
+def check_model_names(spec, base: dict) -> None:
+    """Every model name of the sweep's trials, before they are planned; their objective once
+    they are (check_objective, sweeps.engine.planning.plan_sweep)."""
+    trials = spec.trials(base)
+    for i in distinct_trials(trials, base):
+        check_names({**base, **trials[i]}, spec.task)
 
 
-def distinct_trials(trials: list[dict], base: dict) -> list[dict]:
-    """One trial of each kind (role and model fields): what they compute is all there is to
-    check, and a grid of thousands holds only a few kinds."""
+def distinct_trials(trials: list[dict], base: dict) -> list[int]:
+    """The index of one trial of each kind (role and model fields): what they compute is all
+    there is to check, and a grid of thousands holds only a few kinds."""
     kinds: dict = {}
-    for trial in trials:
+    for i, trial in enumerate(trials):
         merged = {**base, **trial}
         key = (trial.get("role"), *(repr(merged.get(f)) for f in MODEL_FIELDS))
-        kinds.setdefault(key, trial)
+        kinds.setdefault(key, i)
     return list(kinds.values())
 
 

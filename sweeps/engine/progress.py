@@ -1,6 +1,7 @@
 """Driver-side callbacks: record the configurations that failed for good, and print one progress
 line. Neither does work that grows with the sweep at each trial's end: results.parquet is merged
-from the parts once, when the run ends (sweeps/engine/runner.py), and the parts are the table meanwhile.
+from the parts once, when the run ends (sweeps/engine/runner.py), and the parts are the table
+meanwhile.
 
     [air_quality-regression80] configurations 5/22 done, 2 running, 15 pending, 0 failed |
     folds 61/220 | best sbfn_ls rmse 0.312 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
@@ -14,9 +15,10 @@ import time
 from ray.tune import Callback
 
 from sbfn_dist.settings import records
+from sweeps.engine.planning import folds_of, points_of, settings_of
 from sweeps.engine.spaces import axis_text
 from sweeps.engine.store import ResultStore
-from sweeps.engine.trainable import PackMatesFailed, error_line, folds_of
+from sweeps.engine.trainable import PackMatesFailed, error_line
 
 
 def _clock(seconds: float) -> str:
@@ -27,7 +29,8 @@ def _clock(seconds: float) -> str:
 
 class StoreKeeper(Callback):
     """Writes a `failed` row for each configuration of a trial that ran out of retries and
-    misses a fold (a pack-mate that finished every fold keeps its records)."""
+    misses a fold (a pack-mate that finished every fold keeps its records). `resolve`: a Tune
+    config -> its planned configs (sweeps.engine.planning.Planned.configs_of)."""
 
     def __init__(self, store: ResultStore, resolve):
         self.store, self.resolve = store, resolve
@@ -169,7 +172,7 @@ class ProgressLine(Callback):
         stopped before their last fold (by ASHA, or an interruption) and failed."""
         count = dict.fromkeys(("done", "running", "pending", "stopped", "failed"), 0)
         for trial in trials:
-            size = len(_pack(trial))
+            size = len(points_of(trial.config))
             if trial.status in ("TERMINATED", "ERROR"):
                 complete = _complete(trial, size)
                 count["done"] += complete
@@ -200,11 +203,6 @@ class ProgressLine(Callback):
                    for t in trials)
 
 
-def _pack(trial) -> list[dict]:
-    """The trial's configurations as the grid gave them (Optuna: its one sampled configuration)."""
-    return trial.config.get("trial", {}).get("pack") or [trial.config]
-
-
 def _summaries(trial) -> dict:
     """Each configuration's running summary (sweeps.engine.trainable.summarise) by trial key."""
     return (trial.last_result or {}).get("configs") or {}
@@ -225,10 +223,17 @@ def _usable(value) -> bool:
 
 
 def _label(trial, key: str) -> str:
-    """The axes of the configuration `key` of the trial's pack (by its result's trial_keys),
-    else of the trial's only (or Optuna's sampled) configuration."""
-    params = _pack(trial)
-    keys = (trial.last_result or {}).get("trial_keys") or []
-    config = params[keys.index(key)] if key in keys and len(keys) == len(params) else params[0]
+    """The settings of the configuration `key` of the trial (its planned point)."""
     return " ".join(f"{k}={json.dumps(v) if isinstance(v, list) else axis_text(v)}"
-                    for k, v in config.items() if not isinstance(v, dict))   # lists as the table
+                    for k, v in settings_of(_point(trial, key)).items()
+                    if not isinstance(v, dict))   # lists as the table
+
+
+def _point(trial, key: str) -> dict:
+    """The point of the configuration `key`: by its trial_id, else (an Optuna sample, an older
+    sweep's pack) by its place in the result's trial_keys, else the trial's first."""
+    points = points_of(trial.config)
+    keys = [p.get("trial_id") for p in points]
+    if key not in keys:
+        keys = (trial.last_result or {}).get("trial_keys") or []
+    return points[keys.index(key)] if key in keys and len(keys) == len(points) else points[0]

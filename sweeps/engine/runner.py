@@ -5,94 +5,31 @@
                      optuna.db (--search optuna: the study, sweeps/engine/study.py)
 """
 
-import functools
 import json
 import math
 import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.settings.config import absolute_paths
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.settings.fields import field as config_field
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.engine.claim import Claim, take_over
 from sweeps.engine.environment import ray_environment
-from sweeps.engine.model_names import check_model_names
 from sweeps.engine.next_steps import console_script, installed, python_module
-from sweeps.engine.options import DEFAULTS as DEFAULT, gpu_share
-from sweeps.engine.packing import PACK_MODES, packs
+from sweeps.engine.packing import packs
+# plan, SweepOptions and result_store are also imported from here (sweep files, the commands).
+from sweeps.engine.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,  # noqa: F401
+                                    points_of, result_store, settings_of, shared)
 from sweeps.engine.spaces import SweepSpec, axis_text
 from sweeps.engine.store import ResultStore
-from sweeps.engine.tracking_uri import check_tracking_uri, hide, mask
-from sweeps.engine.trainable import folds_of, resolve_trial, sweep_trainable, trial_config
-
-
-@dataclass
-class SweepOptions:
-    name: str
-    # Defaults: the table of run options (sweeps/engine/options.py), where each is declared once.
-    storage: str = DEFAULT["storage"]       # parent directory or URI; results go to <storage>/<name>
-    address: str | None = DEFAULT["address"]
-    num_cpus: int | None = DEFAULT["num_cpus"]      # local Ray only (None: all cores)
-    num_gpus: float = DEFAULT["num_gpus"]
-    cpus_per_trial: float = DEFAULT["cpus_per_trial"]
-    gpus_per_trial: float | None = DEFAULT["gpus_per_trial"]   # None: options.gpu_share
-    max_concurrent: int | None = DEFAULT["max_concurrent"]
-    mlflow_uri: str | None = DEFAULT["mlflow_uri"]
-    mlflow: bool = DEFAULT["mlflow"]
-    resume: bool = DEFAULT["resume"]
-    search: str = DEFAULT["search"]
-    num_samples: int = DEFAULT["num_samples"]
-    search_seed: int = DEFAULT["search_seed"]
-    objective: str = DEFAULT["objective"]   # model whose score search and "best" use
-    max_failures: int = DEFAULT["max_failures"]
-    pack: str = DEFAULT["pack"]             # sweeps.engine.packing: configurations training together
-    node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
-                                        # locally, 600 s on a cluster (its autoscaler may start
-                                        # from no worker)
-    dry_run: bool = DEFAULT["dry_run"]
-    verbose: bool = DEFAULT["verbose"]      # Ray's, MLflow's and Optuna's INFO lines too
-    command: str = ""
-    overrides: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # As ray.init reads it (a job that `ray job submit` started has it): without it, a
-        # local Ray given --num-cpus would be refused by Ray with a traceback.
-        self.address = self.address or os.environ.get("RAY_ADDRESS") or None
-        self.gpus_per_trial = gpu_share(self.gpus_per_trial, self.num_gpus)
-        # A password in --mlflow-uri stays in this process (sweeps/engine/tracking_uri.py): what the
-        # sweep prints and stores -- sweep.json, Tune's state, MLflow's params -- never has it.
-        self.mlflow_uri = hide(self.mlflow_uri)
-        self.command = mask(self.command)
-
-    def validate(self) -> None:
-        """Every run option (the model names a sweep was given: `plan`)."""
-        if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
-            raise ConfigError("--gpus-per-trial", self.gpus_per_trial,
-                              "a fraction in (0, 1] when --num-gpus > 0 (0.25 packs 4 trials "
-                              "on a GPU), or 0 for CPU-only sweeps")
-        if self.gpus_per_trial and not (self.num_gpus or self.address):
-            raise ConfigError("--num-gpus", self.num_gpus, "> 0 when --gpus-per-trial is set")
-        if self.cpus_per_trial <= 0:
-            raise ConfigError("--cpus-per-trial", self.cpus_per_trial, "a positive number")
-        if self.search not in ("grid", "optuna"):
-            raise ConfigError("--search", self.search, "grid or optuna")
-        if self.pack not in PACK_MODES:
-            raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
-        if self.max_concurrent is not None and self.max_concurrent < 1:
-            raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
-        if "://" in self.storage and self.mlflow and not self.mlflow_uri:
-            raise ConfigError("--mlflow-uri", None, "a tracking server URI when --storage is "
-                              "remote (e.g. http://127.0.0.1:5000 on the head node), or --no-mlflow")
-        if self.mlflow and self.mlflow_uri:
-            check_tracking_uri(self.mlflow_uri)
+from sweeps.engine.trainable import sweep_trainable
 
 
 @dataclass
@@ -106,103 +43,34 @@ class SweepOutcome:
     study: str | None = None            # --search optuna: the study's URL
     study_copy: str | None = None       # and its copy beside remote results
     result_grid: object = None          # Ray Tune's ResultGrid of the run
-
-
-def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
-    """The settings every trial starts from: the grid's base and the user's --set, with paths
-    made absolute here, in the driver (a trial runs in Ray Tune's working directory)."""
-    return absolute_paths({**spec.base, **opts.overrides})
-
-
-def planned_trials(spec: SweepSpec, opts: SweepOptions) -> tuple[list[dict], list[dict]]:
-    """(overrides, full configs) of every trial, in the grid's order."""
-    base = shared(spec, opts)
-    trials = spec.trials(base)
-    configs = [trial_config(t, base, opts.name) for t in trials]
-    if spec.per_fold:      # one trial per fold, known only once --set (e.g. split) applied
-        trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in folds_of(c)]
-        configs = [trial_config(t, base, opts.name) for t in trials]
-    return trials, configs
-
-
-def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
-    """Every trial's full config, validated now so a bad value stops the sweep before Ray
-    starts and before its results directory is made (a --resume of no sweep too)."""
-    if opts.resume and result_store(opts).read_spec() is None:
-        raise SbfnError(f"--resume: there is no sweep at {result_store(opts).root} (check --name "
-                        "and --storage)")
-    _note_a_large_grid(spec, opts)
-    check_model_names(spec, shared(spec, opts), opts.name, opts.objective)
-    trials, configs = planned_trials(spec, opts)
-    _refuse_unused(opts.overrides, trials, configs, spec.kind)
-    keys = [c["trial_id"] for c in configs]
-    if len(set(keys)) != len(keys):
-        raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
-    return configs
-
-
-# A grid this large is worth a word before it is planned: each configuration is validated here
-# (about 0.5 ms each on this machine, more than once per run), and Ray Tune's grid generator
-# copies the whole grid once per Ray trial -- 20 s at 2,000 trials, quadratic beyond (measured
-# with ray 2.60's generate_variants; issue 21).
-LARGE_GRID = 2_000
-_noted: set = set()       # (sweep, size): planned again at the run, said once
-
-
-def _note_a_large_grid(spec: SweepSpec, opts: SweepOptions) -> None:
-    size = len(spec.trials())
-    if size < LARGE_GRID or (opts.name, size) in _noted:
-        return
-    _noted.add((opts.name, size))
-    print(f"[{opts.name}] planning {size:,} configurations{' per fold' if spec.per_fold else ''}"
-          f" (Ctrl-C stops it): a grid this large takes minutes to plan and start; --dry-run "
-          "lists its trials without starting, and --search optuna --num-samples N tries N "
-          "points of the same axes", file=sys.stderr, flush=True)
-
-
-def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kind: str) -> None:
-    """A --set (or --data-dir) that no trial uses would change nothing, yet look as if it had:
-    refuse it. A trial uses it where it applies and the trial sets no value of its own."""
-    for key, value in overrides.items():
-        applies = [key not in t for t, c in zip(trials, configs) if key in c]
-        if any(applies):
-            continue
-        if applies:
-            raise ConfigError(key, value, "a setting some trial of this sweep takes from the "
-                              "shared settings, but every trial it applies to sets its own (a "
-                              "grid axis, the seeds, the reference); change the grid instead "
-                              "(e.g. --members, --epsilons, --seeds, --splits)")
-        raise ConfigError(key, value, f"a setting that applies to some trial of this sweep; it "
-                          f"applies only to {config_field(key).where} (this sweep: {kind}); "
-                          "leave it out")
+    plan: Planned | None = None         # every configuration, as planned
+    objective: str = ""                 # the model that ranks configurations
+    task: str = ""
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
     out = out or sys.stdout
     opts.validate()
-    configs = plan(spec, opts)
+    planned = plan_sweep(spec, opts)      # the one validation of every configuration
     if opts.dry_run:
-        print_plan(spec, opts, configs, out)
+        print_plan(spec, opts, planned.configs, out)
         return None
-    with ray_environment(opts.verbose):   # Ray's settings, quiet logs (sweeps/engine/environment.py)
-        return _run(spec, opts, configs, out)
+    # Ray's settings, quiet logs (sweeps/engine/environment.py)
+    with ray_environment(opts.verbose):
+        return _run(spec, opts, planned, out)
 
 
-def result_store(opts: SweepOptions) -> ResultStore:
-    """The sweep's results directory, <storage>/<name>."""
-    return ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
-
-
-def _run(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> SweepOutcome:
-    _check_gpu_settings(configs, opts)
-    _check_data(configs, opts)
+def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
+    _check_gpu_settings(planned.configs, opts)
+    _check_data(planned.configs, opts)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
-        return _claimed(spec, opts, configs, store, held, out)
+        return _claimed(spec, opts, planned, store, held, out)
 
 
-def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: ResultStore,
+def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: ResultStore,
              held: Claim, out) -> SweepOutcome:
+    configs = planned.configs
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
         from sweeps.engine.study import check_study
@@ -221,7 +89,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: Re
               file=out, flush=True)     # a notebook or a log file shows it before the first trial
         start = time.monotonic()
         try:
-            tracking_uri, grid, progress = _fit(spec, opts, store, configs,
+            tracking_uri, grid, progress = _fit(spec, opts, store, planned,
                                                 trial_packs(opts, configs), interruption)
         finally:
             # Once per run, on the way out too (interrupted, failed): never per trial, which
@@ -229,7 +97,8 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, configs: list[dict], store: Re
             table = store.consolidate()
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
-                           *_finish_study(opts, store), result_grid=grid)
+                           *_finish_study(opts, store), result_grid=grid, plan=planned,
+                           objective=opts.objective or spec.objective, task=spec.task)
     print_summary(outcome, spec, opts, out)
     return outcome
 
@@ -281,7 +150,7 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     if opts.address:
         return  # the workers, not this machine, hold the data on a cluster
     from sbfn_dist.experiment import check_data
-    check_data(configs)
+    check_data([TrialConfig(c) for c in configs])     # planned: trusted, not checked again
 
 
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
@@ -289,7 +158,8 @@ def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose)
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
-        held.record_ray(session)    # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
+        # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
+        held.record_ray(session)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
     return where
@@ -309,25 +179,28 @@ def trial_slots(opts: SweepOptions) -> int:
 
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
-    """The configurations of each Ray trial (sweeps.engine.packing); Optuna samples one at a time."""
+    """The configurations of each Ray trial (sweeps.engine.packing); Optuna samples one at a
+    time."""
     return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
 
 
-def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
+def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
          trial_packs_: list[list[int]], interruption):
     from ray import tune
 
     from sweeps.engine.environment import defaults_while
-    base = shared(spec, opts)
-    resolve = functools.partial(resolve_trial, base=base, sweep=opts.name)
+    # The plan goes to the object store once (with_parameters); each trial's config names its
+    # configurations (sweeps.engine.planning).
     trainable = tune.with_resources(
-        tune.with_parameters(sweep_trainable, base=base, sweep=opts.name, results_uri=store.location,
+        tune.with_parameters(sweep_trainable, plan=planned, results_uri=store.location,
                              objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
                              threads=max(1, int(opts.cpus_per_trial))),
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
-    callbacks, progress, tracking_uri = _callbacks(spec, opts, store, configs, resolve)
-    tuner = _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_)
-    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop (sweeps.engine.resources.Interruption)
+    callbacks, progress, tracking_uri = _callbacks(spec, opts, store, planned.configs,
+                                                   planned.configs_of)
+    tuner = _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_)
+    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop
+    # (sweeps.engine.resources.Interruption)
     tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
     with defaults_while(tune_settings):
         results = _fit_or_interrupted(tuner.fit, interruption)
@@ -358,12 +231,17 @@ def _fit_or_interrupted(fit, interruption):
 
 
 def _pending_trials(opts: SweepOptions) -> dict:
-    """Tune keeps one trial of a searcher (Optuna) waiting at a time unless a concurrency limit
-    is set; while that one's worker starts, a finished trial's worker takes it (cancelling the
-    start) and one trial runs at a time. A slot's worth waiting leaves a trial for the free
-    worker (sweeps.engine.resources.filling_slots). Grid search keeps up to 200 waiting already."""
-    if opts.search == "grid" or opts.max_concurrent:
+    """Tune keeps one trial of a searcher waiting at a time unless a concurrency limit is set;
+    while that one's worker starts, a finished trial's worker takes it (cancelling the start)
+    and one trial runs at a time. A slot's worth waiting (Optuna) leaves a trial for the free
+    worker (sweeps.engine.resources.filling_slots); the grid's planned trials wait as Tune's
+    own grid search keeps them (at least 200, 1.1 per CPU: an autoscaler sees the demand)."""
+    if opts.max_concurrent:
         return {}
+    if opts.search == "grid":
+        import ray
+        return {"TUNE_MAX_PENDING_TRIALS_PG": str(max(200, int(1.1 * ray.cluster_resources()
+                                                                .get("CPU", 1))))}
     return {"TUNE_MAX_PENDING_TRIALS_PG": str(trial_slots(opts))}
 
 
@@ -419,13 +297,14 @@ def _callbacks(spec, opts, store, configs, resolve):
     return callbacks, progress, tracking_uri
 
 
-def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
+def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
     from ray import tune
     tune_dir = _tune_dir(store)
     if opts.resume and tune.Tuner.can_restore(tune_dir):
         # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
-        return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
-                                  resume_errored=True)
+        restored = _restored_tuner(tune_dir, trainable, opts)
+        if restored is not None:
+            return restored
     run_config = tune.RunConfig(
         name="tune", storage_path=store.location,
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
@@ -436,26 +315,47 @@ def _tuner(spec, opts, store, configs, trainable, callbacks, trial_packs_):
         # which clears the cell's output as it starts (the plan and first lines vanished).
         # --verbose: Tune's own status tables too.
         progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=int(opts.verbose))
-    tune_config, space = _search(spec, opts, store, configs, trial_packs_)
+    tune_config, space = _search(spec, opts, store, planned, trial_packs_)
     from sweeps.engine.resources import filling_slots
     tune_config.scheduler = filling_slots(tune_config.scheduler)   # every slot gets a trial
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
-def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: list[dict],
+def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions):
+    """Tune's saved state of the sweep, or None where an older version of sweeps saved it: its
+    pickles name modules and classes that have moved or gone (sweeps.runner before the engine
+    moved, the grid's copy-free list before plans were shared; issue 22). A grid's trials then
+    start again under a new state, each finished fold read back from parts/ by its trial id."""
+    from ray import tune
+    try:
+        return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True)
+    except (ImportError, AttributeError) as exc:
+        if opts.search != "grid":     # a new searcher would sample the study's budget again
+            raise SbfnError(f"--resume: Tune's saved state of this sweep was written by an older "
+                            f"version of sweeps ({exc}), and its Optuna search cannot go on; "
+                            "pass --name for a new sweep") from None
+        print(f"[{opts.name}] Tune's saved state of this sweep is from an older version of "
+              f"sweeps ({exc}): its trials start again, every finished fold read back",
+              flush=True)
+        return None
+
+
+def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
             trial_packs_: list):
     from ray import tune
     common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
                   max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
                   trial_dirname_creator=_trial_name)
     if opts.search == "grid":
-        overrides, _ = planned_trials(spec, opts)
-        space = _Shared({"pack": [overrides[i] for i in pack]} for pack in trial_packs_)
-        return tune.TuneConfig(**common), {"trial": tune.grid_search(space)}
+        from sweeps.engine.search import PlannedSearch
+        points = [planned.tune_config(pack) for pack in trial_packs_]
+        return tune.TuneConfig(**common, search_alg=PlannedSearch(points),
+                               num_samples=len(points)), {}
     from ray.tune.schedulers import ASHAScheduler
     space = {name: tune.choice(list(values)) for name, values in spec.axes.items()}
     space.update({k: v[0] for k, v in spec.repeat_axis.items()})
-    folds = len(folds_of(configs[0]))
+    folds = len(folds_of(planned.configs[0]))
     # ASHA's rungs are folds here: a configuration whose running CV mean is in the bottom
     # part after `grace_period` folds stops early (docs/sweeps.md).
     scheduler = ASHAScheduler(time_attr="training_iteration", max_t=folds,
@@ -464,28 +364,21 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, configs: li
                            scheduler=scheduler, num_samples=opts.num_samples), space
 
 
-class _Shared(list):
-    """The grid's list of packs, never copied: Tune's variant generator deep-copies the grid
-    spec once per trial it emits, n^2 work (about 5 us x n^2: 20 s at 2,000 trials, hours at
-    30,000, and Tune's Ctrl-C handler is not reached in between). The list is only read."""
-
-    def __deepcopy__(self, memo):
-        return self
-
-
 def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
     """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py)."""
     from sweeps.engine.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
-              "objective": f"CV mean {metric_of(spec.task)} of {opts.objective or 'the best model'}"}
+              "objective": f"CV mean {metric_of(spec.task)} of "
+                           f"{opts.objective or 'the best model'}"}
     storage = open_study(store, opts.name, spec.mode, opts.resume, labels)
     return searcher(storage, opts.name, opts.search_seed, folds)
 
 
 def _trial_name(trial) -> str:
     """The trial id, the size of its pack and the first configuration's axes."""
-    pack = trial.config["trial"]["pack"] if "trial" in trial.config else [trial.config]
-    label = "_".join(f"{k}={v}" for k, v in pack[0].items() if not isinstance(v, (list, dict)))
+    pack = points_of(trial.config)
+    label = "_".join(f"{k}={v}" for k, v in settings_of(pack[0]).items()
+                     if not isinstance(v, (list, dict)))
     size = f"{len(pack)}cfg_" if len(pack) > 1 else ""
     return f"{trial.trial_id}_{size}{label}"[:100]
 
@@ -513,10 +406,12 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
                                                   if opts.gpus_per_trial else "")
-    print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}", file=out)
+    print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}",
+          file=out)
     trial_packs_ = trial_packs(opts, configs)
     if opts.search == "optuna":
-        print(f"  {_trial_count(opts, configs, trial_packs_)}: TPE (seed {opts.search_seed}) samples "
+        print(f"  {_trial_count(opts, configs, trial_packs_)}: TPE (seed {opts.search_seed}) "
+              "samples "
               + ", ".join(f"{k} in {list(v)}" for k, v in spec.axes.items())
               + _small_space_note(spec, opts), file=out)
     else:
@@ -576,7 +471,8 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
         view = comparison_table(_labelled(rows, axes).to_dict("records"), metric,
                                 ["model_params", *axes])
         with pd.option_context("display.width", 200, "display.max_colwidth", 70):
-            print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"), file=out)
+            print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"),
+                  file=out)
     # Remote storage: the store's root is a path on its filesystem; the user needs the URI.
     where = result_store(opts).location if "://" in opts.storage else outcome.root
     print(f"\nresults:  {where}/results.parquet", file=out)
@@ -590,6 +486,7 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
             f"   (install it: {python_module('pip', 'install', 'optuna-dashboard')})"
         print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "
               f"{console_script('optuna-dashboard', outcome.study)}{install}", file=out)
-    # Commands as they run when pasted: this interpreter, quoted paths (sweeps/engine/next_steps.py).
+    # Commands as they run when pasted: this interpreter, quoted paths
+    # (sweeps/engine/next_steps.py).
     print(f"report:   {python_module('analysis.report', where)}", file=out)
 

@@ -1,4 +1,10 @@
-"""The named sweeps as data: which trials a grid holds and which settings they share.
+"""The machinery of a sweep: which trials a grid holds and which settings they share.
+
+The named grids themselves are files, sweeps/grids/<folder>/<name>.yaml (one source: read by
+sweeps/engine/sweepfile.py, edited where a researcher browses them, docs/sweeps.md "Grids").
+This module crosses a grid's axes into trials, adds what every sweep of a task holds whatever
+its grid -- the M = 1 references, the competitors, λ2 riding along, the regression preset --
+and shrinks a sweep for --smoke.
 
 A sweep is a base config (TrialConfig fields every trial shares; each trial drops those that do
 not apply to it) and a list of per-trial overrides. One override is one Ray trial. Granularity
@@ -7,8 +13,8 @@ takes seconds, a process start 2.5 s), an image trial runs one holdout split (mi
 Combiner-only settings (λ2, T, η_α, K) are never a trial axis: every trial evaluates all of them
 on the hypotheses it trained once.
 
-Settings the grids do not name are the library's defaults for the trial (sbfn_dist/settings/fields.py),
-so a default lives in one place.
+Settings the grids do not name are the library's defaults for the trial
+(sbfn_dist/settings/fields.py), so a default lives in one place.
 """
 
 from dataclasses import dataclass, field, replace
@@ -16,68 +22,29 @@ from itertools import product
 
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.settings.fields import HETEROGENEOUS, HOMOGENEOUS, defaults
+from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 
-# Paper, Table "hyper" (tab:hyperparams).
-PAPER_MEMBERS = (2, 5, 10, 20, 35)
-PAPER_EPSILONS = (0.0, 0.1, 0.35, 0.5)
+# Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
-PAPER_FULL_AXES = {
-    "n_members": PAPER_MEMBERS, "width": (20, 50, 200, 2000), "lr": (0.03, 0.3, 1.0),
-    "init_scale": (0.0001, 0.01, 0.1, 1.0), "epsilon": PAPER_EPSILONS,
-    "lambda1": (0.0, 0.0001, 0.01, 0.07),
-}
-# Paper, "Multiple Hypothesis Deep Ensembles": the classification ε axis (images and tables).
-CLASSIFICATION_EPSILONS = (0.0, 0.1, 0.3, 0.5, 0.8)
 
 
 @dataclass(frozen=True)
 class Grid:
+    """A named grid (a file's grid keys, sweepfile.grid_of) or a sweep file's own."""
     axes: dict                     # member settings crossed, in this order (M: largest first)
     folds: int | None = None       # None: the library's default (10-fold CV) unless --folds
-    base: dict = field(default_factory=dict)   # settings every trial of the grid shares
+    preset: dict = field(default_factory=dict)  # settings every trial of the grid shares
     references: bool = True        # the M = 1 reference trials (REFERENCE)
     competitors: tuple | None = None   # competitor trials; None: the task's (the paper's)
     per_fold: bool = False         # one trial per fold (a fold takes minutes) instead of per seed
+    seeds: int = 1                 # repetitions with seeds 0..seeds-1 (tables)
 
 
-# heterogeneous (docs/method.md, "Heterogeneous s-BFN"): the ε-MLPs of the Candanedo split's
-# inner-CV choice (M = 20, ε = 0.5; docs/results) joined by plug-ins tuned by inner CV, every
-# combiner of such a set, and the stacking anchors. The plug-ins are also the trial's
-# competitor rows, so it needs no competitor or reference trials. A fold fits every plug-in's
-# grid on inner folds (minutes on 15k rows), so each fold is a trial of its own. svm_rbf, gradient_boosting
-# and mlp are left out for their cost on 15k rows (minutes per fit, times grid x inner folds);
-# --set plugin_members=... adds them.
-HETEROGENEOUS_PLUGINS = ("extra_trees", "random_forest", "hist_gradient_boosting", "knn", "ridge")
-HETEROGENEOUS_GRID = Grid(
-    {"n_members": (20,), "epsilon": (0.5,)},
-    base={"combiners": ["sbfn_ls", "sbfn_ls_linear", "sbfn_rbf", "stack_ridge", "stack_nnls",
-                        "best_single", "arithmetic"],
-          "plugin_members": list(HETEROGENEOUS_PLUGINS), "plugin_tuning": "inner_cv"},
-    references=False, competitors=(), per_fold=True)
-
-
-# The tabular grids per task. regression80: the paper's 5 M x 4 ε, each trial with every λ2
-# (5 x 4 x 4 = 80 configurations from 20 trainings); paper-full: all of Table "hyper" (meant
-# for --search optuna); classification25: the paper's M x the deep ensembles' ε; demo: small
-# and quick on bundled data.
-TABULAR_GRIDS = {
-    "regression": {
-        "regression80": Grid({"n_members": PAPER_MEMBERS, "epsilon": PAPER_EPSILONS}),
-        "paper-full": Grid(PAPER_FULL_AXES),
-        "heterogeneous": HETEROGENEOUS_GRID,
-        "demo": Grid({"n_members": (2, 5, 10), "epsilon": (0.0, 0.35)}, folds=5),
-    },
-    "classification": {
-        "classification25": Grid({"n_members": PAPER_MEMBERS, "epsilon": CLASSIFICATION_EPSILONS}),
-        "demo": Grid({"n_members": (2, 5, 10), "epsilon": (0.0, 0.5)}, folds=5),
-    },
-}
-
-# What a tabular grid holds fixed beyond the library's defaults, per task and data set ("*":
-# any other). Regression: the paper tunes κ, η_θ, χ, λ1 over Table "hyper" without reporting
-# the values kept; the grids take the library's (κ = 50, η_θ = 0.03, χ = 0.1, λ1 = 0, online
+# What every tabular sweep of a task holds fixed beyond the library's defaults, whatever its
+# grid (a sweep file naming none too), per data set ("*": any other); a grid file's `preset`
+# joins it. Regression: the paper tunes κ, η_θ, χ, λ1 over Table "hyper" without reporting the
+# values kept; the sweeps take the library's (κ = 50, η_θ = 0.03, χ = 0.1, λ1 = 0, online
 # b = 1) and train 5 epochs, 20 on diabetes (442 rows), docs/sweeps.md. Classification: the
 # library's defaults (50 epochs at b = 16, η_θ = 0.1, χ = 1) were chosen on wine and iris.
 TABULAR_PRESETS = {
@@ -109,13 +76,6 @@ REFERENCE_LR_FACTORS = {"regression": (1.0, 0.1), "classification": (1.0,)}
 # The model whose best mean drives search and "best so far", per task.
 OBJECTIVES = {"regression": "sbfn_ls", "classification": "sbfn"}
 
-# Paper, "Multiple Hypothesis Deep Ensembles": the image sweep's axes. The member recipe
-# (batch 128, Adam at 1e-3, T = 3 and η_α = 0.1 for the s-BFN head: the paper's stated values)
-# is the library's image default; the sweep trains 10 epochs instead of its CPU-sized 2.
-IMAGE_MEMBERS = (2, 5, 10)
-IMAGE_ENSEMBLES = (HETEROGENEOUS, *HOMOGENEOUS)
-IMAGE_PRESET = {"epochs": 10}
-
 # --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), 256
 # training images, 1 epoch (images). Classification's stacked heads train 20 epochs instead of
 # their 1,000-step minimum (about 500 epochs of wine's 28-row validation part).
@@ -142,7 +102,7 @@ class SweepSpec:
     extra_trials: tuple = ()      # overrides outside the product (competitors)
     reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
-    per_fold: bool = False        # each trial repeated per fold of its split (sweeps.engine.runner.plan)
+    per_fold: bool = False        # each trial repeated per fold of its split (runner.plan)
     innermost: str | None = None  # the axis crossed last: its values' trials run side by side
 
     @property
@@ -186,19 +146,20 @@ def _expand(axis: dict) -> list[dict]:
 
 
 def tabular_sweep(task: str, dataset: str, grid: str, **options) -> SweepSpec:
-    """The named grid `grid` of TABULAR_GRIDS[task] on `dataset` (options: grid_sweep)."""
-    return grid_sweep(task, dataset, grid, named_grid(task, grid), **options)
+    """The named grid `grid` (sweeps/grids/<task>/<grid>.yaml) on `dataset` (options:
+    grid_sweep)."""
+    return grid_sweep(task, dataset, grid, _grid_files().named_grid(task, grid), **options)
 
 
-def named_grid(task: str, name: str) -> Grid:
-    if name not in TABULAR_GRIDS[task]:
-        raise ConfigError("grid", name, f"one of {tuple(TABULAR_GRIDS[task])} for {task} "
-                          "data sets")
-    return TABULAR_GRIDS[task][name]
+def _grid_files():
+    # sweepfile reads the grid files (as sweep files, checked key by key) and builds on this
+    # module, so it is imported where a named grid is asked for, not at the top.
+    from sweeps.engine import sweepfile
+    return sweepfile
 
 
 def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | None = None,
-               seeds: int = 1, members=None, epsilons=None, competitors=None,
+               seeds: int | None = None, members=None, epsilons=None, competitors=None,
                **settings) -> SweepSpec:
     """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
     per seed. Each trial runs every fold and every combiner (with every value of the combiner
@@ -206,8 +167,9 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
     named one (tabular_sweep) or a sweep file's (sweeps/engine/sweepfile.py), `label` its name."""
     _check_tabular(task, dataset, settings)
     folds = grid.folds if folds is None else folds
+    seeds = grid.seeds if seeds is None else seeds
     given = {k: v for k, v in settings.items() if v is not None}
-    base = {"dataset": dataset, "task": task, **_preset(task, dataset), **grid.base,
+    base = {"dataset": dataset, "task": task, **_preset(task, dataset), **grid.preset,
             **({} if folds is None else {"folds": folds}),
             **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
     axes = with_axes(grid.axes, {"n_members": members, "epsilon": epsilons})
@@ -266,18 +228,19 @@ def _competitor_trial(name: str) -> dict:
     return {"combiners": [], "competitors": [name], "role": "competitors"}
 
 
-def image_sweep(dataset: str, *, splits: int | None = None, members=None, epsilons=None,
-                ensembles=None, axes=None) -> SweepSpec:
-    """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial; `axes`
-    (a sweep file's) replace or join the grid's."""
+def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = None,
+                members=None, epsilons=None, ensembles=None) -> SweepSpec:
+    """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial. `grid`:
+    the image grid (sweeps/grids/images/, sweepfile.IMAGE_GRID) unless given (a sweep file's,
+    started from it); the other options replace its values."""
     if catalog.lookup(dataset).modality != "image":
         raise ConfigError("dataset", dataset, f"one of {catalog.names('image')}")
-    splits = defaults("classification", "image")["folds"] if splits is None else splits
-    base = {"dataset": dataset, "task": "classification", "folds": splits, **IMAGE_PRESET}
-    axes = with_axes({"ensemble": IMAGE_ENSEMBLES, "n_members": IMAGE_MEMBERS,
-                      "epsilon": CLASSIFICATION_EPSILONS},
-                     {"ensemble": ensembles or None, "n_members": members or None,
-                      "epsilon": epsilons, **(axes or {})})
+    grid = _grid_files().image_grid() if grid is None else grid
+    if splits is None:
+        splits = defaults("classification", "image")["folds"] if grid.folds is None else grid.folds
+    base = {"dataset": dataset, "task": "classification", "folds": splits, **grid.preset}
+    axes = with_axes(grid.axes, {"ensemble": ensembles or None, "n_members": members or None,
+                                 "epsilon": epsilons})
     # The kinds of one (M, ε) run side by side: a sweep stopped early (or a GPU session's share
     # of one) has compared the mixed ensemble with the homogeneous ones wherever it got to.
     return SweepSpec(grid=dataset, dataset=dataset, base=base, axes=axes,

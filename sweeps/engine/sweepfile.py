@@ -6,20 +6,27 @@ SweepOptions (docs/sweeps.md, "Python API and sweep files").
     dataset: diabetes                 # required; task: the data set's first unless `task`
     grid: demo                        # optional: a built-in grid to start from
     axes: {n_members: [2, 5], width: [20, 50]}    # any trial setting: a list of values
+    preset: {width: 100}              # the grid's own settings: --set and --smoke replace them
     settings: {epochs: 10}            # as --set: every trial they apply to
     folds: 5
     competitors: [svm_rbf]            # [] for none; default: the grid's (the paper's three)
     resources: {num_cpus: 2, cpus_per_trial: 1}
 
 Every value is checked before Ray starts: a key's kind here (the run options' kinds are
-sweeps/engine/options.py's, as for their flags), a trial setting by the library (TrialConfig, through
-runner.plan), the run options together by SweepOptions.validate; an error names the key and the
-file. A key given twice in a file is refused (YAML would keep the last). Paths (csv:PATH, data_dir, storage) are relative to the current directory, as
-on the command line.
+sweeps/engine/options.py's, as for their flags), a trial setting by the library (TrialConfig,
+through runner.plan), the run options together by SweepOptions.validate; an error names the key
+and the file. A key given twice in a file is refused (YAML would keep the last). Paths
+(csv:PATH, data_dir, storage) are relative to the current directory, as on the command line.
+
+The named grids are such files too, shipped in sweeps/grids/<folder>/ (GRID_FOLDERS): the one
+source of each grid. A command's `--grid NAME` and a file's `grid: NAME` take a grid file's
+grid keys (GRID_KEYS); its data set and run options are for running the file itself
+(`python -m sweeps run NAME`).
 """
 
 import re
 from dataclasses import replace
+from importlib import resources as package_files
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +38,7 @@ from sbfn_dist.errors import did_you_mean
 from sweeps.engine import options as run_options
 from sweeps.engine.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.runner import SweepOptions, plan
-from sweeps.engine.spaces import Grid, SweepSpec, grid_sweep, image_sweep, named_grid, smoke
+from sweeps.engine.spaces import Grid, SweepSpec, grid_sweep, image_sweep, smoke
 
 
 class SweepFileError(SbfnError):
@@ -47,10 +54,12 @@ def _names(value) -> list:
 # The keys that shape the trials (the commands' grid flags); the run options' keys are
 # sweeps/engine/options.py's, under the top level or `resources` (docs/sweeps.md has the table).
 SPEC_KEYS = {
-    "dataset": TEXT, "task": TEXT, "grid": TEXT, "axes": MAPPING, "folds": INTEGER,
-    "seeds": COUNT, "references": FLAG, "per_fold": FLAG,
+    "dataset": TEXT, "task": TEXT, "grid": TEXT, "axes": MAPPING, "preset": MAPPING,
+    "folds": INTEGER, "seeds": COUNT, "references": FLAG, "per_fold": FLAG,
     "competitors": Kind("a list of model names ([] for none)", _names),
 }
+# What a grid is: the keys a command's --grid and a file's `grid:` take from a grid file.
+GRID_KEYS = ("axes", "preset", "folds", "seeds", "references", "competitors", "per_fold")
 SWEEP_KEYS = {**SPEC_KEYS, **run_options.file_keys(""), "resources": MAPPING}
 RESOURCE_KEYS = run_options.file_keys("resources")
 # The grid's shape beyond its axes: tables only (an image sweep repeats its holdout splits).
@@ -163,6 +172,10 @@ def checked(definition: dict) -> dict:
                         f"{', '.join(catalog.CATALOG)}, or csv:PATH)")
     d["axes"] = {axis: _axis(axis, values) for axis, values in d.get("axes", {}).items()}
     d["settings"] = plain(d.get("settings", {}))
+    d["preset"] = plain(d.get("preset", {}))
+    for key in SWEEP_OWN.keys() & d["preset"].keys():
+        raise SbfnError(f"preset.{key}: the sweep's {key} is its own, not a setting of its "
+                        f"grid; give it as {SWEEP_OWN[key]}")
     return d
 
 
@@ -228,13 +241,87 @@ def _spec(d: dict, label: str | None) -> SweepSpec:
         for key in (k for k in TABULAR_ONLY if k in d):
             raise ConfigError(key, d[key], "a key of tabular sweeps; an image sweep crosses "
                               "its axes on `folds` holdout splits; leave it out")
-        return image_sweep(dataset, splits=d.get("folds"), axes=d.get("axes"))
+        return image_sweep(dataset, grid_of(d, image_grid()))
     start = named_grid(task, d["grid"]) if d.get("grid") else Grid({})
-    grid = replace(start, axes={**start.axes, **d.get("axes", {})},
-                   **{k: d[k] for k in ("references", "per_fold") if k in d})
-    return grid_sweep(task, dataset, d.get("grid") or label or "custom", grid,
-                      folds=d.get("folds"), seeds=d.get("seeds", 1),
-                      competitors=d.get("competitors"))
+    return grid_sweep(task, dataset, d.get("grid") or label or "custom", grid_of(d, start))
+
+
+def grid_of(d: dict, start: Grid) -> Grid:
+    """`start` with a checked sweep's grid keys: its axes and preset join the start's (a value
+    given replaces the start's), its other grid keys replace the start's."""
+    return replace(start, axes={**start.axes, **d.get("axes", {})},
+                   preset={**start.preset, **d.get("preset", {})},
+                   **{k: d[k] for k in GRID_KEYS if k in d and k not in ("axes", "preset")})
+
+
+# The shipped grids (package data), one folder per command that takes them: sweeps.regression's
+# and sweeps.classification's --grid, and the image grid every image sweep starts from. A
+# shipped file's name is looked up in this order: `demo` is regression's, `classification/demo`
+# the other.
+GRIDS = package_files.files("sweeps") / "grids"
+GRID_FOLDERS = ("regression", "classification", "images")
+# Every image data set's grid, shipped as MNIST's sweep on one GPU (python -m sweeps run mnist).
+IMAGE_GRID = "images/mnist"
+# Keys of a sweep file that a grid file may not hold: the commands' --grid would leave them out.
+NOT_IN_A_GRID = {
+    "settings": "a grid file holds its settings under `preset` (the grid's own, which --set "
+                "and --smoke replace), not `settings` (a file's --set, which --grid leaves out)",
+    "grid": "a grid file is a whole grid, not one started from another (`grid`)",
+}
+
+
+def grid_names(folder: str) -> tuple:
+    """The grids shipped in sweeps/grids/<folder>/, by name."""
+    return tuple(sorted(p.name.removesuffix(".yaml") for p in (GRIDS / folder).iterdir()
+                        if p.name.endswith(".yaml")))
+
+
+def named_grid(task: str, name: str) -> Grid:
+    """A tabular task's named grid: sweeps/grids/<task>/<name>.yaml."""
+    known = grid_names(task)
+    if name not in known:
+        raise ConfigError("grid", name, f"one of {known} for {task} data sets"
+                          f"{did_you_mean(str(name), known)}")
+    return _grid_in(GRIDS / task / f"{name}.yaml")
+
+
+def image_grid() -> Grid:
+    """The grid every image sweep starts from (IMAGE_GRID)."""
+    return _grid_in(grid_file(IMAGE_GRID))
+
+
+def _grid_in(path) -> Grid:
+    """A grid file's grid keys (GRID_KEYS), checked as any sweep file's."""
+    d = load(path)
+    try:
+        d = checked(d)
+    except SbfnError as exc:
+        raise SweepFileError(f"{path}: {exc}") from None
+    for key in (k for k in NOT_IN_A_GRID if d.get(k)):
+        raise SweepFileError(f"{path}: {NOT_IN_A_GRID[key]}")
+    return grid_of(d, Grid({}))
+
+
+def grid_file(name: str):
+    """A shipped sweep file by name: NAME (the first folder of GRID_FOLDERS holding it) or
+    FOLDER/NAME."""
+    wanted = [name] if "/" in name else [f"{folder}/{name}" for folder in GRID_FOLDERS]
+    for qualified in wanted:
+        folder, _, stem = qualified.partition("/")
+        if folder in GRID_FOLDERS and stem in grid_names(folder):
+            return GRIDS / folder / f"{stem}.yaml"
+    known = shipped_names()
+    raise SweepFileError(f"no shipped sweep file '{name}'{did_you_mean(name, known)}; known: "
+                         f"{known}")
+
+
+def shipped_names() -> list:
+    """The shipped files as `python -m sweeps run` takes them: a name two folders share is
+    qualified in the second (classification/demo)."""
+    names = []
+    for folder in GRID_FOLDERS:
+        names += [n if n not in names else f"{folder}/{n}" for n in grid_names(folder)]
+    return names
 
 
 def dataset_label(dataset: str) -> str:

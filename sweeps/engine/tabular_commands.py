@@ -1,5 +1,6 @@
 """The command of the tabular sweeps, for either task (`sweeps.regression`,
-`sweeps.classification`): the grid's options on top of the common ones (sweeps/engine/commands.py)."""
+`sweeps.classification`): the grid's options on top of the common ones
+(sweeps/engine/commands.py)."""
 
 import functools
 
@@ -9,11 +10,12 @@ from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.usage import ListOf, bounded
 from sweeps.engine.commands import common_parser, options, run
-from sweeps.engine.spaces import RIDE_ALONG, TABULAR_GRIDS, tabular_sweep
-from sweeps.engine.sweepfile import dataset_label
+from sweeps.engine.spaces import RIDE_ALONG, tabular_sweep
+from sweeps.engine.sweepfile import dataset_label, grid_names, named_grid
 
-# What the command runs when --dataset / --grid are left out.
+# What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}
+DEFAULT_GRID = {"regression": "regression80", "classification": "classification25"}
 
 
 def parser(task: str, doc: str):
@@ -21,12 +23,14 @@ def parser(task: str, doc: str):
     g = p.add_argument_group("the grid")
     g.add_argument("--dataset", default=DEFAULT_DATASET[task],
                    help=" | ".join((*catalog.names("tabular", task), "csv:PATH")))
-    grids = tuple(TABULAR_GRIDS[task])
-    g.add_argument("--grid", default=grids[0], help=f"one of {', '.join(grids)}")
-    fixed = ", ".join(f"{n}: {grid.folds}" for n, grid in TABULAR_GRIDS[task].items() if grid.folds)
+    grids = grid_names(task)
+    g.add_argument("--grid", default=DEFAULT_GRID[task], help=f"one of {', '.join(grids)} "
+                   f"(sweeps/grids/{task}/GRID.yaml)")
     g.add_argument("--folds", type=int, help="k of the k-fold CV, stratified for classes "
-                   f"(default: {defaults(task, 'tabular')['folds']}; {fixed})")
-    g.add_argument("--seeds", type=int, default=1, help="repetitions with seeds 0..N-1")
+                   f"(default: the grid's, else {defaults(task, 'tabular')['folds']}; "
+                   f"{_grids_folds(task, grids)})")
+    g.add_argument("--seeds", type=int, help="repetitions with seeds 0..N-1 (default: the "
+                   "grid's, else 1)")
     g.add_argument("--members", action=ListOf, item=bounded(int, 1, 1000, "M values"),
                    help="M values (default: the grid's)")
     g.add_argument("--epsilons", action=ListOf, item=bounded(float, 0.0, 1.0, "ε values"),
@@ -39,6 +43,12 @@ def parser(task: str, doc: str):
                    f"grid's; the paper's {' '.join(TASKS[task].competitors)}, none for "
                    "heterogeneous)")
     return p
+
+
+def _grids_folds(task: str, grids: tuple) -> str:
+    """The grids that set their folds, as `demo: 5`."""
+    folds = {name: named_grid(task, name).folds for name in grids}
+    return ", ".join(f"{name}: {k}" for name, k in folds.items() if k)
 
 
 def competitor_list(given: list[str] | None) -> list[str] | None:

@@ -46,8 +46,9 @@ from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.next_steps import console_script, python_module
+from sweeps.engine.planning import folds_of
 from sweeps.engine.store import ResultStore
-from sweeps.engine.trainable import folds_of, summarise
+from sweeps.engine.trainable import summarise
 from sweeps.engine.tracking_uri import login, mask
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
@@ -59,8 +60,9 @@ NUMERIC = (int, float)
 # The last one stops a "View run ... at" line (and one more request) per finished run.
 # A user's own settings of these variables win; they hold only while the sweep (or the
 # logging thread, or sweeps.relog) runs (sweeps/engine/environment.py).
-CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
+CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                   "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+                   "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
 COOLDOWN_S = 30.0                 # after a failed operation, the next ones go straight to the list
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}   # the UI's runs table
 PARENT = "mlflow.parentRunId"     # MLflow's nesting tag (what start_run(nested=True) sets)
@@ -280,11 +282,14 @@ class SweepTracker:
 
 
 class MLflowSweepLogger(Callback):
-    """Tune's callback: queues each event's operations for one logging thread and returns."""
+    """Tune's callback: queues each event's operations for one logging thread and returns.
+    `resolve`: a Tune config -> its planned configs (sweeps.engine.planning.Planned.configs_of),
+    whose fields are the runs' params."""
 
     def __init__(self, tracking_uri: str, sweep: dict, resolve, store: ResultStore,
                  artifact_location: str | None = None):
-        self.tracking_uri, self.sweep, self.resolve, self.store = tracking_uri, sweep, resolve, store
+        self.tracking_uri, self.sweep, self.store = tracking_uri, sweep, store
+        self.resolve = resolve
         self.artifact_location = artifact_location
         open_experiment(tracking_uri, sweep["name"], artifact_location)   # fail fast, here
         self._fresh()
@@ -294,7 +299,6 @@ class MLflowSweepLogger(Callback):
         self.queue: queue.Queue = queue.Queue()
         self.worker: threading.Thread | None = None
         self.tracker: SweepTracker | None = None
-        self.configs: dict = {}
         self.missed: list = []
         self.error = ""
         self.down_until = 0.0
@@ -338,13 +342,11 @@ class MLflowSweepLogger(Callback):
 
     # --- the logging thread -----------------------------------------------------------------------
     def _per_config(self, trial, make):
-        """Operations for each configuration of the trial's pack, resolved in the thread."""
-        trial_id, params = trial.trial_id, trial.config
+        """Operations for each configuration of the trial's pack, made in the thread."""
+        params = trial.config
 
         def ops():
-            if trial_id not in self.configs:
-                self.configs[trial_id] = self.resolve(params)
-            return [op for op in map(make, self.configs[trial_id]) if op]
+            return [op for op in map(make, self.resolve(params)) if op]
         return ops
 
     def _submit(self, ops) -> None:

@@ -10,7 +10,6 @@ recomputed: retries and --resume work per configuration. A configuration that ra
 alone: its pack-mates finish, as they would in trials of their own (`--pack off`).
 """
 
-import hashlib
 import json
 import logging
 import os
@@ -18,57 +17,12 @@ import re
 import sys
 import tempfile
 
-from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.experiment import run_trials
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import TASKS
+from sweeps.engine.planning import Planned, folds_of
 from sweeps.engine.spaces import axis_text
 from sweeps.engine.store import ResultStore
-
-# Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
-LABELS = ("role",)
-SHORT = {"n_members": "M", "epsilon": "eps", "seed": "s", "fold": "split", "ensemble": "",
-         "width": "k", "lr": "lr", "init_scale": "chi", "lambda1": "l1", "role": ""}
-
-
-# Where a trial runs, not what it computes: kept out of its key.
-UNKEYED = ("trial_id", "data_dir", "device")
-
-
-def trial_config(override: dict, base: dict, sweep: str) -> dict:
-    """The full config of one trial (validated), with its stable key as trial_id.
-
-    The sweep's shared settings (`base`) are dropped where they do not apply to this trial (a
-    competitor trial trains no members); the trial's own settings must apply."""
-    fields = {k: v for k, v in override.items() if k not in LABELS}
-    extra = {"role": "ensemble", **{k: override[k] for k in LABELS if k in override}}
-    config = {**base, **fields, "sweep": sweep, "extra": {**base.get("extra", {}), **extra}}
-    cfg = TrialConfig.from_dict(config, optional=set(base) - set(fields))
-    return {**cfg.to_dict(), "trial_id": trial_key(cfg, override)}
-
-
-def trial_key(cfg: TrialConfig, override: dict) -> str:
-    """Readable from the trial's own axes, unique by a hash of what differs from the defaults."""
-    # Only fields off their defaults: a new config field (with its default) added to the
-    # library later leaves every existing key, and so --resume, intact.
-    stable = {k: v for k, v in cfg.non_default().items() if k not in UNKEYED}
-    digest = hashlib.sha1(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    label = "_".join(f"{SHORT.get(k, k)}{axis_text(v)}" if not isinstance(v, (list, tuple))
-                     else "+".join(v) for k, v in override.items()
-                     if k == "competitors" or not isinstance(v, (list, tuple, dict)))
-    return f"{label}_{digest}" if label else digest
-
-
-def resolve_trial(params: dict, *, base: dict, sweep: str) -> list[dict]:
-    """A Tune trial's params -> the full configs of its pack (grid: the overrides under
-    "trial"/"pack"; Optuna: one configuration, its sampled fields at the top level)."""
-    if "trial" in params:
-        return [trial_config(o, base, sweep) for o in params["trial"]["pack"]]
-    return [trial_config(params, base, sweep)]
-
-
-def folds_of(config: dict) -> list:
-    """The folds a planned trial runs (its config dict, from trial_config, is already valid)."""
-    return TrialConfig(config).fold_indices()
 
 
 def _quiet_worker_exit(unraisable) -> None:
@@ -80,15 +34,16 @@ def _quiet_worker_exit(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def sweep_trainable(params: dict, *, base: dict, sweep: str, results_uri: str,
-                    objective: str, gpu_fraction: float = 0.0, threads: int = 1) -> None:
-    """Tune function trainable over one pack (resolve_trial). Never returns a value (Tune's
+def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective: str,
+                    gpu_fraction: float = 0.0, threads: int = 1) -> None:
+    """Tune function trainable over one pack: `params` is its Tune config (planned points), whose
+    configurations it runs as planned (sweeps.engine.planning). Never returns a value (Tune's
     metric lookup).
 
     Pack-mates are independent: a configuration that raises is set aside (its pack-mates go on
     through every fold), and the trial raises its error at the end, so that Tune retries the
     trial: the retry reads the others back from the store and recomputes only the failed one."""
-    configs = resolve_trial(params, base=base, sweep=sweep)
+    configs = plan.configs_of(params)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     sys.unraisablehook = _quiet_worker_exit
     _limit_device(gpu_fraction, threads)
@@ -135,7 +90,9 @@ def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict) -> 
 def _run_fold(configs: list[dict], fold) -> list:
     """Each configuration's records on `fold`, or the exception it raised: the pack trains
     together, and if that raises, each configuration alone (only then is it known which)."""
-    runs = [{**c, "fold": fold} for c in configs]
+    # Planned configurations, validated in the driver: trusted here (TrialConfig, not from_dict),
+    # and one of their own folds keeps them valid.
+    runs = [TrialConfig({**c, "fold": fold}) for c in configs]
     try:
         return run_trials(runs)
     except Exception as exc:  # noqa: BLE001 - a configuration's own error, recorded below
@@ -144,7 +101,7 @@ def _run_fold(configs: list[dict], fold) -> list:
     return [_alone(run) for run in runs]
 
 
-def _alone(run: dict):
+def _alone(run: TrialConfig):
     try:
         return run_trials([run])[0]
     except Exception as exc:  # noqa: BLE001 - this configuration's error, raised at the end

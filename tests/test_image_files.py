@@ -1,0 +1,297 @@
+"""Your own images as a data set (sbfn_dist/data/image_files.py): `folder:PATH` and `npz:PATH`
+work where a data set name does -- run_trial, a sweep file run by `python -m sweeps run`, the
+report; a folder is decoded once and cached on disk; `npz:` of CIFAR-10's arrays trains exactly
+what `cifar10` trains; bad input is refused in one line when the sweep is planned."""
+
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from sbfn_dist import run_trial
+from sbfn_dist.data import image_files
+from sbfn_dist.data.images import load_images
+from sbfn_dist.errors import ConfigError, DataError
+from sbfn_dist.experiment import check_data
+from sbfn_dist.learners.cnn import MIN_SIZE
+from sbfn_dist.settings.fields import field
+from tests.conftest import shared_data_dir
+
+pytestmark = pytest.mark.timeout(600)
+COUNTS = {"stripes_across": 400, "stripes_down": 350, "diagonals": 300}   # 1,050 PNGs, 16x16
+SIDE = 16
+FAST = {"n_members": 2, "ensemble": "cnn", "epochs": 1, "folds": 1, "device": "cpu",
+        "combiners": ["logit_mean", "base_avg"]}
+
+
+def pattern(kind: int, rng, side: int = SIDE) -> np.ndarray:
+    """A gray image of stripes across, stripes down or diagonals (a random phase), in noise:
+    the class is in the pattern, not in the brightness."""
+    i, j = np.mgrid[:side, :side] + rng.integers(0, 4)
+    stripes = [i % 4 < 2, j % 4 < 2, (i + j) % 4 < 2][kind]
+    return np.clip(stripes * 120 + rng.normal(60, 40, (side, side)), 0, 255).astype(np.uint8)
+
+
+def write_folder(root: Path, counts: dict, side: int = SIDE, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    for kind, (name, n) in enumerate(counts.items()):
+        (root / name).mkdir(parents=True)
+        for k in range(n):
+            Image.fromarray(pattern(kind % 3, rng, side)).save(root / name / f"{k:04d}.png")
+    return root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_cache(tmp_path_factory):
+    """Decoded folders go to this module's cache dir, not the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SBFN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def pngs(tmp_path_factory) -> Path:
+    return write_folder(tmp_path_factory.mktemp("images") / "patterns", COUNTS)
+
+
+def fresh():
+    """Forget what this process read, as a new process (a Ray worker) would."""
+    image_files._decoded.cache_clear()
+    image_files._read_npz.cache_clear()
+
+
+# ------------------------------------------------------------------ a folder through run_trial
+def test_an_ensemble_on_a_folder_of_pngs_beats_the_majority_class_clearly(pngs):
+    records = pd.DataFrame(run_trial({**FAST, "dataset": f"folder:{pngs}", "n_test": 300,
+                                      "image_size": 12}))
+    majority = max(COUNTS.values()) / sum(COUNTS.values())        # 0.38
+    assert (records["status"] == "ok").all()
+    assert records["accuracy"].min() > majority + 0.3
+    # the records say what was used: the folder, its size after resizing, its split
+    assert set(records["dataset"]) == {f"folder:{pngs}"}
+    assert set(records["image_size"]) == {12}
+    assert set(records["n_train"]) == {sum(COUNTS.values()) - 300}
+
+
+def test_a_folder_is_decoded_once_and_read_from_the_cache_until_a_file_changes(pngs,
+                                                                               monkeypatch):
+    decoded = []
+    real = image_files._decode
+    monkeypatch.setattr(image_files, "_decode", lambda p, s: decoded.append(p) or real(p, s))
+    fresh()
+    first = load_images(f"folder:{pngs}", image_size=10)
+    assert len(decoded) == sum(COUNTS.values())
+    assert first.x.shape == (sum(COUNTS.values()), 1, 10, 10) and first.x.dtype == np.uint8
+    assert first.classes == tuple(sorted(COUNTS))
+
+    fresh()
+    again = load_images(f"folder:{pngs}", image_size=10)
+    assert len(decoded) == sum(COUNTS.values())           # nothing decoded: the disk cache
+    np.testing.assert_array_equal(again.x, first.x)
+    np.testing.assert_array_equal(again.y, first.y)
+
+    some = pngs / "diagonals" / "0000.png"
+    os.utime(some, ns=(some.stat().st_atime_ns, some.stat().st_mtime_ns + 10**9))
+    fresh()
+    load_images(f"folder:{pngs}", image_size=10)
+    assert len(decoded) == 2 * sum(COUNTS.values())       # a changed file: a new entry
+
+
+def test_gray_and_colour_images_in_one_folder_are_read_as_rgb(tmp_path):
+    rng = np.random.default_rng(1)
+    (tmp_path / "gray").mkdir()
+    (tmp_path / "colour").mkdir()
+    for k in range(3):
+        Image.fromarray(pattern(0, rng, 8)).save(tmp_path / "gray" / f"{k}.png")
+        Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(
+            tmp_path / "colour" / f"{k}.png")
+    data = load_images(f"folder:{tmp_path}")
+    assert data.x.shape == (6, 3, 8, 8)
+    gray = data.x[data.y == data.classes.index("gray")]
+    assert (gray == gray[:, :1]).all()                     # one channel, three times
+
+
+# ------------------------------------------------------------------ arrays
+def test_npz_arrays_in_any_layout_give_the_same_images(tmp_path):
+    rng = np.random.default_rng(2)
+    hwc = rng.integers(0, 256, (30, 8, 8, 3), dtype=np.uint8)
+    labels = np.array(["cat", "dog", "emu"] * 10)
+    np.savez(tmp_path / "hwc.npz", x=hwc, y=labels)
+    np.savez(tmp_path / "chw.npz", x=hwc.transpose(0, 3, 1, 2), y=labels)
+    np.savez(tmp_path / "float.npz", x=hwc[..., 0] / 255.0, y=np.arange(30) % 3)
+    a, b = (load_images(f"npz:{tmp_path}/{n}.npz") for n in ("hwc", "chw"))
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.x, hwc.transpose(0, 3, 1, 2))
+    assert a.classes == ("cat", "dog", "emu") and list(a.y[:3]) == [0, 1, 2]
+    grey = load_images(f"npz:{tmp_path}/float.npz")
+    assert grey.x.dtype == np.float32 and grey.x.shape == (30, 1, 8, 8)
+    assert grey.classes == ("0", "1", "2")
+
+
+CIFAR = shared_data_dir() / "cifar10" / "cifar10.npz"
+needs_cifar = pytest.mark.skipif(not CIFAR.exists(), reason=f"CIFAR-10 arrays not at {CIFAR}")
+
+
+@needs_cifar
+def test_npz_of_cifar10s_arrays_trains_the_same_members_as_cifar10(tmp_path):
+    builtin = load_images("cifar10", str(shared_data_dir()))
+    split_file = load_images(f"npz:{CIFAR}")                  # x_train, y_train, x_test, y_test
+    np.testing.assert_array_equal(split_file.x, builtin.x)
+    assert split_file.n_official_train == builtin.n_official_train
+    pooled = tmp_path / "cifar_pooled.npz"                     # x, y: HWC as CIFAR stores them
+    np.savez(pooled, x=builtin.x.transpose(0, 2, 3, 1), y=builtin.y)
+    del split_file
+    fresh()
+    # augment=True: your images get CIFAR's own recipe (4-pixel crop of 32, flips)
+    trial = {**FAST, "n_train": 300, "n_test": 200, "seed": 3, "augment": True}
+    ours = run_trial({**trial, "dataset": f"npz:{pooled}"})
+    theirs = run_trial({**trial, "dataset": "cifar10", "data_dir": str(shared_data_dir())})
+    assert [r["accuracy"] for r in ours] == [r["accuracy"] for r in theirs]
+    assert [r["nll"] for r in ours] == [r["nll"] for r in theirs]
+    assert "image_size" not in ours[0]                     # arrays are taken as they are
+    fresh()
+
+
+# ------------------------------------------------------------------ a sweep file and the report
+def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_path, capsys):
+    from analysis.report import write_report
+    from sweeps import __main__ as sweeps_main
+    sweep = tmp_path / "pngs.yaml"
+    sweep.write_text(textwrap.dedent(f"""\
+        name: patterns
+        dataset: folder:{pngs}
+        folds: 1
+        axes:
+          n_members: [2]
+          epsilon: [0.2, 0.6]
+          ensemble: [cnn]
+        settings:
+          epochs: 1
+          n_test: 300
+          combiners: [logit_mean, base_avg]
+        mlflow: false
+        storage: {tmp_path / "results"}
+        resources:
+          num_cpus: 2
+        """))
+    assert sweeps_main.main(["run", str(sweep)]) == 0, capsys.readouterr().err
+    root = tmp_path / "results" / "patterns"
+    table = pd.read_parquet(root / "results.parquet")
+    assert (table["status"] == "ok").all() and set(table["epsilon"]) == {0.2, 0.6}
+    assert set(table["dataset"]) == {f"folder:{pngs}"}
+    assert table["accuracy"].min() > max(COUNTS.values()) / sum(COUNTS.values()) + 0.3
+    report = write_report([str(root)], out=str(tmp_path / "report"))
+    text = (Path(report) / "report.md").read_text()
+    assert f"folder:{pngs}" in text and "logit_mean" in text
+
+
+# ------------------------------------------------------------------ bad input: one line
+def bad_folders(root: Path) -> dict:
+    """Each a small data set with one thing wrong (the rest as a good one)."""
+    rng = np.random.default_rng(3)
+    made = {}
+    def folder(name, counts, side=8):
+        made[name] = write_folder(root / name, counts, side)
+        return made[name]
+    folder("one_class", {"a": 10})
+    shapes = folder("mixed_shapes", {"a": 5, "b": 5})
+    Image.fromarray(pattern(0, rng, 12)).save(shapes / "b" / "big.png")
+    corrupt = folder("corrupt_png", {"a": 5, "b": 5})
+    (corrupt / "a" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image")
+    folder("one_image_of_a_class", {"a": 1, "b": 20})
+    empty = folder("empty_class", {"a": 5, "b": 5})
+    (empty / "c").mkdir()
+    flat = root / "no_class_folders"
+    flat.mkdir()
+    Image.fromarray(pattern(0, rng, 8)).save(flat / "0.png")
+    made["no_class_folders"] = flat
+    x = rng.integers(0, 256, (40, 8, 8), dtype=np.uint8)
+    for name, arrays in {"wrong_keys": {"images": x, "labels": np.arange(40) % 2},
+                         "short_labels": {"x": x, "y": np.arange(30) % 2},
+                         "nan_pixels": {"x": np.where(x > 250, np.nan, x / 255.0),
+                                        "y": np.arange(40) % 2},
+                         "unclear_channels": {"x": np.zeros((40, 3, 8, 3)),
+                                              "y": np.arange(40) % 2}}.items():
+        np.savez(root / f"{name}.npz", **arrays)
+        made[name] = root / f"{name}.npz"
+    np.savez(root / "object_labels.npz", x=x, y=np.array(["a", 1] * 20, dtype=object))
+    made["object_labels"] = root / "object_labels.npz"
+    np.save(root / "one_array.npy", x)
+    made["one_array"] = root / "one_array.npy"
+    (root / "text.npz").write_text("a,b\n1,2\n")
+    made["not_an_npz"] = root / "text.npz"
+    return made
+
+
+BAD = [   # (case, data set, extra settings, what the one line says)
+    ("missing folder", "folder:{root}/nowhere", {}, "folder {root}/nowhere does not exist"),
+    ("missing npz", "npz:{root}/nowhere.npz", {}, "file {root}/nowhere.npz does not exist"),
+    ("a file as the folder", "folder:{text.npz}", {}, "is not a folder"),
+    ("no class folders", "folder:{no_class_folders}", {}, "has no sub-folders"),
+    ("an empty class folder", "folder:{empty_class}", {}, "without an image (c)"),
+    ("one class", "folder:{one_class}", {}, "holds one class ('a')"),
+    ("mixed shapes", "folder:{mixed_shapes}", {}, "differ in shape"),
+    ("a corrupt png", "folder:{corrupt_png}", {}, "a/broken.png"),
+    ("too few images of a class", "folder:{one_image_of_a_class}", {},
+     "class 'a' of data set 'folder:{root}/one_image_of_a_class' has 1 image"),
+    ("wrong npz keys", "npz:{wrong_keys}", {}, "holds the arrays ['images', 'labels'], not x"),
+    ("labels of another length", "npz:{short_labels}", {}, "shape (30,) for 40 images"),
+    ("NaN pixels", "npz:{nan_pixels}", {}, "NaN or infinite"),
+    ("unclear channel axis", "npz:{unclear_channels}", {}, "axis 1 or 3 holds the channels"),
+    ("not an npz", "npz:{text.npz}", {}, "cannot be read (not an npz archive)"),
+    ("labels as Python objects", "npz:{object_labels}", {}, "holds Python objects"),
+    ("one npy array", "npz:{one_array}", {}, "holds one array, not an npz archive"),
+    ("image_size of arrays", "npz:{short_labels}", {"image_size": 8},
+     "'image_size' = 8 is not allowed"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad")
+    made = bad_folders(root)
+    def named(text: str) -> str:
+        text = text.replace("{root}", str(root)).replace("{text.npz}", str(root / "text.npz"))
+        for name, path in made.items():
+            text = text.replace("{" + name + "}", str(path))
+        return text
+    return named
+
+
+@pytest.mark.parametrize("dataset, extra, says",
+                         [pytest.param(d, e, s, id=c) for c, d, e, s in BAD])
+def test_bad_images_are_refused_in_one_line_when_the_sweep_is_planned(bad, dataset, extra, says):
+    config = {**FAST, "dataset": bad(dataset), **extra}
+    with pytest.raises((DataError, ConfigError)) as planned:
+        check_data([config])                                      # what the sweep driver calls
+    message = str(planned.value)
+    assert bad(says) in message and "\n" not in message
+    with pytest.raises((DataError, ConfigError)) as ran:
+        run_trial(config)
+    assert str(ran.value) == message
+
+
+def test_mixed_shapes_name_the_fix_and_the_fix_works(bad):
+    config = {**FAST, "dataset": bad("folder:{mixed_shapes}")}
+    with pytest.raises(DataError, match=r"8x8, .*12x12\): pass image_size=N"):
+        check_data([config])
+    check_data([{**config, "image_size": 8}])
+
+
+def test_a_sweep_of_a_bad_folder_stops_before_ray_in_one_line(bad, tmp_path, capsys):
+    from sweeps import __main__ as sweeps_main
+    sweep = tmp_path / "bad.yaml"
+    sweep.write_text(f"name: bad\ndataset: folder:{bad('{corrupt_png}')}\nfolds: 1\n"
+                     f"mlflow: false\nstorage: {tmp_path / 'results'}\n")
+    assert sweeps_main.main(["run", str(sweep)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be decoded" in err
+    assert not (tmp_path / "results" / "bad" / "results.parquet").exists()
+
+
+def test_image_size_allows_what_the_members_take():
+    assert field("image_size").check.inner.lo == MIN_SIZE

@@ -1,0 +1,190 @@
+"""Your member networks (issue 23): a factory named by import path trains as one vectorised stack
+with the built-ins' epsilon-WTA objective. A factory returning the built-in SimpleCNN trains the
+built-in's members; M ordinary modules trained in a loop with the same epsilon-WTA weights are
+the generic stack's members; a list mixes both; a bad factory is refused in one line before
+any training. The factories live in tests/nets_for_tests.py (tests/ is on the path)."""
+
+import math
+
+import pytest
+import torch
+
+from sbfn_dist.data.images import device_images, holdout_splits, load_images
+from sbfn_dist.errors import ConfigError
+from sbfn_dist.experiment import check_data, run_trial
+from sbfn_dist.learners import training
+from sbfn_dist.learners.cnn import member_seed
+from sbfn_dist.learners.factories import GenericStack, build_factory_member
+from sbfn_dist.learners.geometry import CrossEntropy
+from sbfn_dist.learners.registry import ensemble_archs
+from sbfn_dist.learners.training import CNNConfig, train_cnn
+from sbfn_dist.settings.config import TrialConfig
+from nets_for_tests import small_bn_net
+
+SIMPLE = "nets_for_tests:simple_cnn"
+BN_NET = "nets_for_tests:small_bn_net"
+DIGITS = (1, 8, 8)
+TINY_TRIAL = {"dataset": "digits", "folds": 2, "fold": 0, "n_train": 120, "n_test": 100,
+              "epochs": 1, "batch_size": 40, "combiners": ["logit_mean"]}
+
+
+def rounding_bound(steps: int, longest_sum: int, dtype, magnitude: float) -> float:
+    """How far two correct computations that round differently may drift apart: every step
+    rounds each value differently by a few units in the last place of the largest one, the
+    sums' orders differ (a sum of n terms: errors grow like sqrt(n)), and the steps' drifts
+    add up at worst linearly."""
+    return steps * math.sqrt(longest_sum) * torch.finfo(dtype).eps * magnitude
+
+
+def largest(state: dict) -> float:
+    return max(t.abs().max().item() for t in state.values() if t.is_floating_point())
+
+
+def assert_same_members(model_a, model_b, n_members: int, tolerance):
+    """Member j of each holds the same parameters and buffers (tolerance(state) -> atol)."""
+    for j in range(n_members):
+        a, b = model_a.member(j).state_dict(), model_b.member(j).state_dict()
+        assert a.keys() == b.keys()
+        atol = tolerance(b)
+        for name in a:
+            torch.testing.assert_close(a[name], b[name], rtol=0, atol=atol, msg=name)
+
+
+# ------------------------------------------------------------------ the built-in through a factory
+BATCH, EPOCHS = 32, 2
+
+
+def digits_images():
+    data = load_images("digits")
+    split = holdout_splits(data, n_splits=1, n_train=128, n_test=100, seed=0)[0]
+    return device_images(data, split, "cpu", None)
+
+
+def test_a_factory_of_simple_cnn_trains_the_built_in_members():
+    # SGD: its step is linear in the gradient, so rounding-level gradient differences stay
+    # rounding-level (Adam's m / sqrt(v) makes any sign flip of a near-zero gradient a whole
+    # step). On 8x8 images the built-ins run grouped convolutions, the factory's stack vmap.
+    images = digits_images()
+    cfg = dict(n_members=3, epsilon=0.5, epochs=EPOCHS, batch_size=BATCH, optimizer="sgd",
+               lr=0.05, seed=1)
+    built_in = train_cnn(images, 10, CNNConfig(ensemble="cnn", **cfg))
+    factory = train_cnn(images, 10, CNNConfig(ensemble=SIMPLE, **cfg))
+    steps = EPOCHS * math.ceil(len(images.train_y) / BATCH)
+    # the longest sum of a step: a first-layer weight's gradient, over the batch's pixels
+    bound = lambda state: rounding_bound(steps, BATCH * 8 * 8, torch.float32,  # noqa: E731
+                                         largest(state))
+    assert_same_members(factory.model, built_in.model, 3, bound)
+    assert not torch.equal(factory.model.member(0).fc2.weight,    # the members did train
+                           build_factory_member(SIMPLE, 1, 10, member_seed(1, 0)).fc2.weight)
+
+
+# ------------------------------------------------------------------ a loop of ordinary modules
+STEPS, LOOP_BATCH, EPSILON = 3, 16, 0.3
+
+
+def wta_steps(forward, optimizers, batches):
+    """SGD steps of the epsilon-WTA cross-entropy (Algorithm 2) of forward(x) -> (b, M, C)."""
+    for x, y in batches:
+        loss = CrossEntropy().wta_loss(forward(x), y, EPSILON)[0]
+        for opt in optimizers:
+            opt.zero_grad()
+        loss.backward()
+        for opt in optimizers:
+            opt.step()
+
+
+def sgd(params):
+    return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+
+def wta_batches():
+    gen = torch.Generator().manual_seed(0)
+    return [(torch.randn(LOOP_BATCH, *DIGITS, generator=gen, dtype=torch.float64),
+             torch.randint(0, 10, (LOOP_BATCH,), generator=gen)) for _ in range(STEPS)]
+
+
+class Loop:
+    """M ordinary modules side by side, as the generic stack presents its members."""
+
+    def __init__(self, modules):
+        self.modules = modules
+
+    def __call__(self, x):
+        return torch.stack([m(x) for m in self.modules], 1)
+
+    def member(self, j):
+        return self.modules[j]
+
+
+@pytest.mark.parametrize("strategy", ["grouped", "per_member"])
+def test_a_loop_of_modules_trains_the_generic_stacks_members(strategy):
+    seeds = [5, 6, 7]
+    stack = GenericStack(BN_NET, 1, 10, seeds, strategy).double()
+    loop = Loop([build_factory_member(small_bn_net, 1, 10, s).double() for s in seeds])
+    batches = wta_batches()
+    wta_steps(stack, [sgd(stack.parameters())], batches)
+    wta_steps(loop, [sgd(m.parameters()) for m in loop.modules], batches)
+    # the longest sum: BatchNorm's statistics and a first-layer weight's gradient, over the
+    # batch's pixels; parameters, running statistics and batch counts, member by member
+    bound = lambda state: rounding_bound(STEPS, LOOP_BATCH * 8 * 8, torch.float64,  # noqa: E731
+                                         largest(state))
+    assert_same_members(stack, loop, len(seeds), bound)
+    assert [int(stack.member(j)[1].num_batches_tracked) for j in range(3)] == [STEPS] * 3
+    x = batches[0][0]
+    for mode in (True, False):      # batch statistics, then each member's running ones
+        out = stack.train(mode)(x)
+        for j, member in enumerate(loop.modules):
+            expected = member.train(mode)(x)
+            atol = rounding_bound(STEPS + 1, LOOP_BATCH * 8 * 8, torch.float64,
+                                  expected.abs().max().item())
+            torch.testing.assert_close(out[:, j], expected, rtol=0, atol=atol)
+
+
+def test_the_members_keep_their_own_running_statistics():
+    stack = GenericStack(BN_NET, 1, 10, [0, 1], "grouped").train()
+    stack(torch.randn(8, *DIGITS))
+    first, second = (stack.member(j)[1].running_mean for j in range(2))
+    assert not torch.equal(first, second) and first.abs().sum() > 0
+
+
+# ------------------------------------------------------------------ mixed with the built-ins
+def test_a_list_mixes_built_ins_and_factories_cyclically_and_trains():
+    assert ensemble_archs(["simple_cnn", BN_NET], 3) == ["simple_cnn", BN_NET, "simple_cnn"]
+    records = run_trial(dict(TINY_TRIAL, n_members=3, ensemble=["simple_cnn", BN_NET]))
+    [row] = records
+    assert row["status"] == "ok" and 0 <= row["accuracy"] <= 1
+    assert row["ensemble"] == f"simple_cnn,{BN_NET}"      # the records say what was used
+    assert TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=BN_NET)).ensemble == BN_NET
+
+
+# ------------------------------------------------------------------ refused before training
+@pytest.mark.parametrize("path, says", [
+    ("no_such_module_here:build", "No module named 'no_such_module_here'"),
+    ("nets_for_tests:missing", "has no 'missing'"),
+    ("nets_for_tests:NOT_CALLABLE", "not callable"),
+    ("simple_cnn,nets_for_tests:missing", "has no 'missing'"),
+    ("simple_cn", "did you mean 'simple_cnn'"),
+])
+def test_a_factory_that_does_not_import_is_refused_with_the_settings(path, says):
+    with pytest.raises(ConfigError, match=says) as refused:
+        TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=path))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("wrong_shape", r"to \(2, 11\), not to \(2, 10\)"),
+    ("no_parameters", "no parameters"),
+    ("not_a_module", "not a torch.nn.Module"),
+])
+def test_a_factory_that_builds_no_member_is_refused_at_planning_and_before_training(
+        name, says, monkeypatch):
+    config = dict(TINY_TRIAL, ensemble=["simple_cnn", f"nets_for_tests:{name}"])
+    with pytest.raises(ConfigError, match=says) as planned:
+        check_data([config])                       # a sweep's planning
+    assert "\n" not in str(planned.value)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("members were built: the factory was not checked first")
+    monkeypatch.setattr(training, "Ensemble", no_training)
+    with pytest.raises(ConfigError, match=says):
+        run_trial(config)
