@@ -1,5 +1,5 @@
-"""Member network factories the tests name by import path (`nets_for_tests:NAME`, tests/ is on
-the path under pytest): good ones, and one of each kind a planning check must refuse."""
+"""Member network factories the tests name by import path (`tests.nets_for_tests:NAME`): good
+ones, and one of each kind a planning check must refuse."""
 
 from torch import nn
 

@@ -2,7 +2,7 @@
 with the built-ins' epsilon-WTA objective. A factory returning the built-in SimpleCNN trains the
 built-in's members; M ordinary modules trained in a loop with the same epsilon-WTA weights are
 the generic stack's members; a list mixes both; a bad factory is refused in one line before
-any training. The factories live in tests/nets_for_tests.py (tests/ is on the path)."""
+any training. The factories live in tests/nets_for_tests.py (imported as tests.nets_for_tests)."""
 
 import math
 
@@ -19,10 +19,10 @@ from sbfn_dist.learners.geometry import CrossEntropy
 from sbfn_dist.learners.registry import ensemble_archs
 from sbfn_dist.learners.training import CNNConfig, train_cnn
 from sbfn_dist.settings.config import TrialConfig
-from nets_for_tests import small_bn_net
+from tests.nets_for_tests import small_bn_net
 
-SIMPLE = "nets_for_tests:simple_cnn"
-BN_NET = "nets_for_tests:small_bn_net"
+SIMPLE = "tests.nets_for_tests:simple_cnn"
+BN_NET = "tests.nets_for_tests:small_bn_net"
 DIGITS = (1, 8, 8)
 TINY_TRIAL = {"dataset": "digits", "folds": 2, "fold": 0, "n_train": 120, "n_test": 100,
               "epochs": 1, "batch_size": 40, "combiners": ["logit_mean"]}
@@ -160,9 +160,9 @@ def test_a_list_mixes_built_ins_and_factories_cyclically_and_trains():
 # ------------------------------------------------------------------ refused before training
 @pytest.mark.parametrize("path, says", [
     ("no_such_module_here:build", "No module named 'no_such_module_here'"),
-    ("nets_for_tests:missing", "has no 'missing'"),
-    ("nets_for_tests:NOT_CALLABLE", "not callable"),
-    ("simple_cnn,nets_for_tests:missing", "has no 'missing'"),
+    ("tests.nets_for_tests:missing", "has no 'missing'"),
+    ("tests.nets_for_tests:NOT_CALLABLE", "not callable"),
+    ("simple_cnn,tests.nets_for_tests:missing", "has no 'missing'"),
     ("simple_cn", "did you mean 'simple_cnn'"),
 ])
 def test_a_factory_that_does_not_import_is_refused_with_the_settings(path, says):
@@ -178,7 +178,7 @@ def test_a_factory_that_does_not_import_is_refused_with_the_settings(path, says)
 ])
 def test_a_factory_that_builds_no_member_is_refused_at_planning_and_before_training(
         name, says, monkeypatch):
-    config = dict(TINY_TRIAL, ensemble=["simple_cnn", f"nets_for_tests:{name}"])
+    config = dict(TINY_TRIAL, ensemble=["simple_cnn", f"tests.nets_for_tests:{name}"])
     with pytest.raises(ConfigError, match=says) as planned:
         check_data([config])                       # a sweep's planning
     assert "\n" not in str(planned.value)
