@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import pathlib
 
@@ -42,3 +44,63 @@ def mlflow_server(tmp_path_factory):
     server.start(store, str(store / "artifacts"), port=port, workers=1)
     yield f"http://127.0.0.1:{port}"
     server.stop(store)
+
+
+# `make test` runs two groups of tests at a time (pytest-xdist --dist loadfile), each group
+# whole in one process: a test file is a group, so that its module fixtures run once, and the
+# files that share session fixtures (mlflow_server above, shared_sweeps below) are one group,
+# so that each of those runs once.
+SHARED_FIXTURE_FILES = ("test_sweep_credentials.py", "test_sweep_mlflow.py",
+                        "test_sweep_optuna.py", "test_sweep_run.py")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with SHARED_FIXTURE_FILES as one file. (Markers and --dist loadgroup
+    would not do: xdist 3.8 renames the marked tests through an attribute pytest 9.2 no longer
+    reads, and the groups fall apart.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            shared = file.rpartition("/")[2] in SHARED_FIXTURE_FILES
+            return "shared fixtures" if shared else file
+
+    return FileGroups(config, log)
+
+
+@contextlib.contextmanager
+def a_ray():
+    """The Ray this process runs (a test file's own), else a local one of 2 CPUs for the block,
+    as the sweep test files start theirs."""
+    import ray
+    ours = not ray.is_initialized()
+    if ours:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        if ours:
+            ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def shared_sweeps(tmp_path_factory):
+    """Tiny sweeps that several test files read and never change, each run once per test
+    process (SHARED_FIXTURE_FILES): shared_sweeps(*run_tiny's arguments) -> (its storage, its
+    outcome, what it printed). A sweep runs when first asked for, in the asking file's Ray."""
+    from tests.sweep_helpers import run_tiny
+    done: dict = {}
+
+    def sweep(*extra: str) -> tuple:
+        if extra not in done:
+            storage, out = tmp_path_factory.mktemp("shared"), io.StringIO()
+            with a_ray(), contextlib.redirect_stdout(out):
+                outcome = run_tiny(storage, *extra)
+            done[extra] = storage, outcome, out.getvalue()
+        return done[extra]
+
+    return sweep

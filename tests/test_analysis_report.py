@@ -57,10 +57,12 @@ def regression_records() -> list:
 
 def image_records() -> list:
     recs = []
+    # head_epochs: the report reads the records, not how well the stacked heads learned (the
+    # default gives 60 validation images a thousand steps: 1.1 s a trial here, 0.12 s at 30)
     for ens, eps, fold in itertools.product(["mixed", "cnn"], [0.2, 0.6], range(2)):
         recs += run_trial({"dataset": "digits", "n_members": 2, "epsilon": eps, "ensemble": ens,
                            "epochs": 1, "fold": fold, "n_train": 200, "n_val": 60, "n_test": 100,
-                           "sweep": "img", "trial_id": f"{ens}-{eps}-{fold}"})
+                           "head_epochs": 30, "sweep": "img", "trial_id": f"{ens}-{eps}-{fold}"})
     return recs
 
 

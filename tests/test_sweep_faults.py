@@ -1,6 +1,7 @@
 """Sweeps survive lost nodes and a killed driver, without duplicate or lost records."""
 
 import contextlib
+import io
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -57,23 +59,33 @@ def sweep_command(storage: Path, *extra) -> list[str]:
             "--name", "killed", "--num-cpus", "2", *extra]
 
 
-@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved without tune"])
-def test_a_killed_driver_resumes_without_rerunning_finished_folds(tmp_path, moved):
-    """moved: the sweep's folder, less Tune's state, goes to another storage first (a sweep
-    carried to another machine, as the GPU session kit does): its parts alone resume it."""
-    root, storage = tmp_path / "killed", tmp_path
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    mlflow = ("--no-mlflow",) if moved else ()     # an MLflow store records its own location
-    driver = subprocess.Popen(sweep_command(tmp_path, *mlflow), env=env, start_new_session=True,
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory) -> dict:
+    """One killed run for both tests below (its start-up is most of either's time): a sweep
+    logged to its own MLflow store, its driver and Ray SIGKILLed after five folds. Before either
+    resumes it, its folder goes to other storage less Tune's state and the MLflow store, which
+    records its own location (a sweep carried to another machine, as the GPU session kit does).
+    Returns moved -> the storage to resume in."""
+    storage = tmp_path_factory.mktemp("killed")
+    root, env = storage / "killed", dict(os.environ, PYTHONUNBUFFERED="1")
+    driver = subprocess.Popen(sweep_command(storage), env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_parts(root, 5)
     finally:
         os.killpg(driver.pid, signal.SIGKILL)   # the driver and the Ray it started
         driver.wait()
-    if moved:
-        storage = tmp_path / "elsewhere"
-        root = Path(shutil.copytree(root, storage / "killed", ignore=shutil.ignore_patterns("tune")))
+    elsewhere = storage / "elsewhere"
+    shutil.copytree(root, elsewhere / "killed", ignore=shutil.ignore_patterns("tune", "mlflow.db"))
+    return {False: storage, True: elsewhere}
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved without tune"])
+def test_a_killed_driver_resumes_without_rerunning_finished_folds(killed, moved):
+    """moved: resumed from the copy in other storage: its parts alone resume it."""
+    storage, env = killed[moved], dict(os.environ, PYTHONUNBUFFERED="1")
+    root = storage / "killed"
+    mlflow = ("--no-mlflow",) if moved else ()     # the copy has no MLflow store
     before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
     assert 5 <= len(before) < 18
 
@@ -204,23 +216,53 @@ def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
     assert "ValueError: a real error in a finaliser" in capfd.readouterr().err
 
 
-@pytest.mark.slow
-def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(tmp_path):
+@pytest.fixture(scope="module")
+def retried(tmp_path_factory) -> SimpleNamespace:
+    """One sweep's driver for the two tests below (its start-up is most of either's time):
+    while it runs, a second sweep of its name is refused, plainly and with --resume; once two
+    folds are written, one of its trial workers is killed. Returns what each test checks."""
+    import ray
+
     from sweeps.engine.claim import ray_processes, ray_session
-    root, log = tmp_path / "worker", tmp_path / "worker.log"
-    driver = start_driver(tmp_path, "worker", log=log)
+    from sweeps.regression import main as regression
+    storage = tmp_path_factory.mktemp("retried")
+    seen = SimpleNamespace(root=storage / "twice", log=storage / "first.log", refusals=[])
+    root, log = seen.root, seen.log
+    first = start_driver(storage, "twice", log=log)
     try:
+        deadline = time.monotonic() + 300
+        # The first run holds the lock and has started (sweep.json: written once its Ray is
+        # up); before that, a --resume finds no sweep to continue.
+        while not (root / "sweep.json").exists() or not (root / "sweep.lock").read_text():
+            assert time.monotonic() < deadline and first.poll() is None, log.read_text()
+            time.sleep(0.2)
+        seen.ray_before = ray.is_initialized()
+        for again in ([], ["--resume"]):
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                code = regression([*TINY, "--storage", str(storage), "--name", "twice",
+                                   "--no-mlflow", *again])
+            seen.refusals.append((code, err.getvalue()))
+        seen.ray_after = ray.is_initialized()
+
         wait_for_parts(root, 2)
-        before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
-        running = ray_processes(ray_session((root / "sweep.lock").read_text()))
-        workers = [pid for pid, cmd in running.items()
+        seen.before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
+        seen.running = ray_processes(ray_session((root / "sweep.lock").read_text()))
+        workers = [pid for pid, cmd in seen.running.items()
                    if cmd.startswith("ray::ImplicitFunc")]       # a trial's worker process
-        assert workers, running
-        os.kill(workers[0], signal.SIGKILL)
-        assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
+        if workers:                                 # none: the test below fails, saying so
+            os.kill(workers[0], signal.SIGKILL)
+        seen.returncode = first.wait(timeout=600)
     finally:
-        driver.kill()
-    output = log.read_text()
+        first.kill()
+    return seen
+
+
+@pytest.mark.slow
+def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(retried):
+    root, before, output = retried.root, retried.before, retried.log.read_text()
+    assert any(cmd.startswith("ray::ImplicitFunc") for cmd in retried.running.values()), \
+        retried.running
+    assert retried.returncode == 0, output[-3000:]
     assert "failed, retrying it" in output and "Traceback" not in output
     after = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
     assert {k: after[k] for k in before} == before          # finished folds were not redone
@@ -261,30 +303,14 @@ def test_a_killed_driver_leaves_no_ray_process_after_cleanup_or_resume(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_second_sweep_of_the_same_name_is_refused_while_the_first_runs(tmp_path, capsys):
-    import ray
-
-    from sweeps.regression import main as regression
-    root, log = tmp_path / "twice", tmp_path / "first.log"
-    first = start_driver(tmp_path, "twice", log=log)
-    try:
-        deadline = time.monotonic() + 300
-        # The first run holds the lock and has started (sweep.json: written once its Ray is
-        # up); before that, a --resume finds no sweep to continue.
-        while not (root / "sweep.json").exists() or not (root / "sweep.lock").read_text():
-            assert time.monotonic() < deadline and first.poll() is None, log.read_text()
-            time.sleep(0.2)
-        ray_before = ray.is_initialized()
-        for again in ([], ["--resume"]):
-            code = regression([*TINY, "--storage", str(tmp_path), "--name", "twice",
-                               "--no-mlflow", *again])
-            err = capsys.readouterr().err
-            assert code == 2 and "the sweep 'twice' is running now (pid " in err, err
-            assert "--name for a new sweep" in err and "Traceback" not in err
-        assert ray.is_initialized() == ray_before         # refused before Ray
-        assert first.wait(timeout=600) == 0, log.read_text()[-3000:]
-    finally:
-        first.kill()
+def test_a_second_sweep_of_the_same_name_is_refused_while_the_first_runs(retried):
+    assert len(retried.refusals) == 2
+    for code, err in retried.refusals:
+        assert code == 2 and "the sweep 'twice' is running now (pid " in err, err
+        assert "--name for a new sweep" in err and "Traceback" not in err
+    assert retried.ray_after == retried.ray_before          # refused before Ray
+    assert retried.returncode == 0, retried.log.read_text()[-3000:]
+    root = retried.root
     table = results(root)
     assert table["trial_id"].nunique() == 6
     assert_each_fold_once(table, set(table["trial_id"]), range(3))

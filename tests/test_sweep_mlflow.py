@@ -22,11 +22,12 @@ from sweeps.engine.next_steps import python_module
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium
-from tests.sweep_helpers import assert_each_fold_once, config_keys, mlflow_runs, results, run_tiny
+from tests.sweep_helpers import (LOGGED, assert_each_fold_once, config_keys, mlflow_runs, results,
+                                 run_tiny)
 
 pytestmark = pytest.mark.timeout(900)
 README = Path(__file__).resolve().parents[1] / "README.md"
-TINY_MLFLOW = ("--members", "2")      # M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF
+TINY_MLFLOW = LOGGED      # M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,14 +39,11 @@ def local_ray():
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    """A tiny sweep logged to its default sqlite store, and what it printed."""
-    import contextlib
-    import io
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        outcome = run_tiny(tmp_path_factory.mktemp("mlflow"), *TINY_MLFLOW, name="tiny")
-    return outcome, out.getvalue()
+def sweep(shared_sweeps):
+    """A tiny sweep (M = 2) logged to its default sqlite store, and what it printed; one that
+    test_sweep_run reads too (conftest.py)."""
+    _, outcome, printed = shared_sweeps(*LOGGED)
+    return outcome, printed
 
 
 def free_port() -> int:
@@ -127,6 +125,12 @@ def readme_ui_steps() -> dict:
 
 
 @pytest.fixture(scope="module")
+def browser() -> str:
+    """Asked before mlflow_ui, so a machine without a browser skips before the UI starts."""
+    return chromium()
+
+
+@pytest.fixture(scope="module")
 def mlflow_ui(sweep, tmp_path_factory):
     """The README's `mlflow ui` command, on the sweep's store and a free port."""
     outcome, _ = sweep
@@ -158,8 +162,8 @@ def page_text(browser: str, url: str, profile: Path) -> str:
     return re.sub(r"\s*(<[^>]+>\s*)+", " | ", dom)
 
 
-def test_the_printed_link_opens_the_runs_table_with_the_sweeps_run(sweep, mlflow_ui, tmp_path):
-    browser = chromium()
+def test_the_printed_link_opens_the_runs_table_with_the_sweeps_run(browser, sweep, mlflow_ui,
+                                                                    tmp_path):
     outcome, printed = sweep
     link = re.search(r"then (http://127\.0\.0\.1:5000/#/\S+)", printed).group(1)
     assert link == readme_ui_steps()["page"]        # experiment 1: the sweep's own store
@@ -168,8 +172,8 @@ def test_the_printed_link_opens_the_runs_table_with_the_sweeps_run(sweep, mlflow
     assert "| 5 | matching runs" in text                  # the sweep's run and its 4 nested
 
 
-def test_the_readme_filter_and_sort_list_the_ensemble_runs_best_first(sweep, mlflow_ui, tmp_path):
-    browser = chromium()
+def test_the_readme_filter_and_sort_list_the_ensemble_runs_best_first(browser, sweep, mlflow_ui,
+                                                                       tmp_path):
     outcome, _ = sweep
     steps = readme_ui_steps()
     metric = steps["sort"]

@@ -4,7 +4,8 @@ import pytest
 
 from analysis.report import write_report
 from sweeps.engine.resources import ResourceError
-from tests.sweep_helpers import assert_each_fold_once, config_keys, mlflow_runs, results, run_tiny
+from tests.sweep_helpers import (LOGGED, SEARCHED, assert_each_fold_once, config_keys,
+                                 mlflow_runs, results, run_tiny)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -17,8 +18,8 @@ def local_ray():
     ray.shutdown()
 
 
-def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, capsys):
-    outcome = run_tiny(tmp_path, "--members", "2")
+def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(shared_sweeps, tmp_path):
+    _, outcome, out = shared_sweeps(*LOGGED)      # --members 2; test_sweep_mlflow reads it too
     table = results(outcome.root)
     ids = config_keys(outcome)
     assert len(ids) == 4       # M=2 × ε∈{0, 0.35}, the M = 1 reference, the competitors
@@ -46,7 +47,6 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(tmp_path, cap
     text = (report / "report.md").read_text()
     assert "| tiny |" in text and "quartiles_diabetes.csv" in text
 
-    out = capsys.readouterr().out
     assert "results.parquet" in out and "mlflow ui --backend-store-uri" in out
     assert "python -m analysis.report" in out and "configurations 4/4 done" in out
     assert "4 configurations in 3 trials (--pack auto)" in out
@@ -80,19 +80,27 @@ def test_packed_and_unpacked_sweeps_give_the_same_records(tmp_path):
     assert (ensemble["packed_members_alone"] == ensemble["n_members"]).all()
 
 
-def test_the_same_sweep_logs_to_a_real_mlflow_server(tmp_path, mlflow_server):
-    outcome = run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none",
-                       "--mlflow-uri", mlflow_server)
+SMALL = ("--members", "2", "--epsilons", "0", "--competitors", "none")   # 2 configurations
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, mlflow_server):
+    """A small sweep logged to the session's MLflow server: its storage and outcome. The next
+    test then starts a sweep of its name again (one sweep for both)."""
+    storage = tmp_path_factory.mktemp("served")
+    return storage, run_tiny(storage, *SMALL, "--mlflow-uri", mlflow_server)
+
+
+def test_the_same_sweep_logs_to_a_real_mlflow_server(served, mlflow_server):
+    _, outcome = served
     _, runs = mlflow_runs(mlflow_server, "tiny")
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
     assert {r.data.tags["role"] for r in runs} == {"ensemble", "reference"}
     assert len(results(outcome.root)) > 0
 
 
-def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(tmp_path, capsys):
-    outcome = run_tiny(tmp_path, "--search", "optuna", "--num-samples", "3", "--no-mlflow",
-                       "--competitors", "none")
-    out = capsys.readouterr().out
+def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(shared_sweeps):
+    _, outcome, out = shared_sweeps(*SEARCHED)    # test_sweep_optuna reads it too
     assert "3 Optuna trials (no competitors" in out
     assert "over a 4-point space will repeat points; --search grid evaluates all 4" in out
     table = results(outcome.root)
@@ -118,19 +126,19 @@ def test_on_a_cluster_a_trial_no_node_fits_yet_waits_for_the_autoscaler(tmp_path
     from sweeps.engine.runner import run_sweep
     spec, _, opts = build(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
                            "--storage", str(tmp_path), "--address", "auto", "--cpus-per-trial", "4"])
-    opts.node_wait_s = 3
-    with pytest.raises(ResourceError, match=r"needing 4 CPU .* \(waited 3 s for the autoscaler\)"):
+    opts.node_wait_s = 1        # no node ever comes: any wait elapses in full
+    with pytest.raises(ResourceError, match=r"needing 4 CPU .* \(waited 1 s for the autoscaler\)"):
         run_sweep(spec, opts)
-    assert "waiting up to 3 s for the cluster's autoscaler" in capsys.readouterr().out
+    assert "waiting up to 1 s for the cluster's autoscaler" in capsys.readouterr().out
 
 
-def test_a_second_sweep_of_the_same_name_needs_resume(tmp_path):
+def test_a_second_sweep_of_the_same_name_needs_resume(served):
     from sbfn_dist.errors import SbfnError
-    run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
+    storage, _ = served                 # a finished sweep named "tiny" (SMALL)
     with pytest.raises(SbfnError, match="--resume"):
-        run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none", "--no-mlflow")
+        run_tiny(storage, *SMALL, "--no-mlflow")
     with pytest.raises(SbfnError, match="other settings"):
-        run_tiny(tmp_path, "--members", "5", "--competitors", "none", "--no-mlflow", "--resume")
+        run_tiny(storage, "--members", "5", "--competitors", "none", "--no-mlflow", "--resume")
 
 
 def test_storage_may_be_a_pyarrow_uri(tmp_path):
