@@ -18,6 +18,7 @@ from sweeps.api import SweepResult
 from sweeps.engine import trainable
 from sweeps.engine.planning import plan_sweep, points_of
 from sweeps.engine.store import ResultStore
+from tests.conftest import a_ray
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -193,10 +194,8 @@ def test_best_of_a_classification_sweep_is_its_highest_accuracy(tmp_path):
 # ------------------------------------------------------------------ through Ray Tune
 @pytest.fixture(scope="module")
 def local_ray():
-    import ray
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
+    with a_ray():       # the suite's one way to start a test file's local Ray (conftest.py)
+        yield
 
 
 def test_each_tune_result_shows_its_configurations_hyper_parameters(tmp_path, local_ray):
