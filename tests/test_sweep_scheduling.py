@@ -215,11 +215,11 @@ def test_a_local_sweep_starts_its_own_ray_and_fills_every_slot(tmp_path, monkeyp
         "settings": {"n_samples": 60, "epochs": 1, "n_members": 2,
                      "plugin_members": [f"{HERE}.WaitsForAnotherWorker"]},
         "resources": {"num_cpus": 2, "pack": "off", "max_failures": 0}})
-    first = sweep.trials()[0]                   # Tune's first trial (the grid's order)
+    ready = sweep.trials()[0]                   # Tune's first trial (the plan's order)
     store = result_store(sweep.options)
     store.create()
-    for fold in folds_of(first):
-        store.write_part(first["trial_id"], fold, run_trial({**first, "fold": fold}))
+    for fold in folds_of(ready):
+        store.write_part(ready["trial_id"], fold, run_trial({**ready, "fold": fold}))
     for setting, value in {"worker_maximum_startup_concurrency": "1", "enable_worker_prestart":
                            "0", "prestart_worker_first_driver": "0"}.items():
         monkeypatch.setenv(f"RAY_{setting}", value)      # read by the Ray the sweep starts
@@ -230,8 +230,10 @@ def test_a_local_sweep_starts_its_own_ray_and_fills_every_slot(tmp_path, monkeyp
     assert ray._private.worker.global_worker.node.get_session_dir_path().startswith(
         ray_left_behind)
     assert {signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} == {callers_handlers}
-    worker = {t["trial_id"]: t["pid"] for t in outcome.trials}
-    first, second = sorted(worker)[:2]
+    # Tune's own trial ids are random (a searcher hands Tune the plan): the plan's ids say which
+    # configurations Tune ran first.
+    worker = {r.config["trial_id"]: r.metrics["pid"] for r in outcome.result_grid}
+    first, second = (config["trial_id"] for config in sweep.trials()[:2])
     assert worker[first] != worker[second], worker
     assert outcome.max_running == 2
     # Bookkeeping off the scheduler's path: results.parquet is merged once, at the end (it was
