@@ -162,7 +162,6 @@ def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_pat
     from sweeps import __main__ as sweeps_main
     sweep = tmp_path / "pngs.yaml"
     sweep.write_text(textwrap.dedent(f"""\
-        name: patterns
         dataset: folder:{pngs}
         folds: 1
         axes:
@@ -179,7 +178,7 @@ def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_pat
           num_cpus: 2
         """))
     assert sweeps_main.main(["run", str(sweep)]) == 0, capsys.readouterr().err
-    root = tmp_path / "results" / "patterns"
+    root = tmp_path / "results" / "patterns-pngs"   # no name: the folder's and the file's
     table = pd.read_parquet(root / "results.parquet")
     assert (table["status"] == "ok").all() and set(table["epsilon"]) == {0.2, 0.6}
     assert set(table["dataset"]) == {f"folder:{pngs}"}

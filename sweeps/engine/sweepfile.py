@@ -324,17 +324,14 @@ def shipped_names() -> list:
     return names
 
 
-def dataset_label(dataset: str) -> str:
-    """A data set as a name: csv:/data/runs.csv -> runs."""
-    return dataset.rsplit("/", 1)[-1].removeprefix(catalog.CSV_PREFIX).removesuffix(".csv")
-
-
 def _default_name(spec: SweepSpec, label: str | None) -> str:
     """The commands' default (DATASET-GRID for tables, the data set for images), a file's
-    name standing for the grid where the file names none."""
+    name standing for the grid where the file names none; a path as its short name
+    (catalog.short_name: folder:/data/pets -> pets)."""
+    name = catalog.short_name(spec.dataset)
     if catalog.lookup(spec.dataset).modality == "image":
-        return f"{spec.dataset}-{label}" if label else spec.dataset
-    return f"{dataset_label(spec.dataset)}-{spec.grid}"
+        return f"{name}-{label}" if label else name
+    return f"{name}-{spec.grid}"
 
 
 def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool,

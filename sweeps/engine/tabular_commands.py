@@ -11,7 +11,7 @@ from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.usage import ListOf, bounded
 from sweeps.engine.commands import common_parser, options, run
 from sweeps.engine.spaces import RIDE_ALONG, tabular_sweep
-from sweeps.engine.sweepfile import dataset_label, grid_names, named_grid
+from sweeps.engine.sweepfile import grid_names, named_grid
 
 # What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}
@@ -69,6 +69,6 @@ def command(task: str, doc: str):
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
                              members=args.members, epsilons=args.epsilons,
                              competitors=competitor_list(args.competitors), **settings)
-        return spec, args, options(args, f"{dataset_label(args.dataset)}-{args.grid}",
+        return spec, args, options(args, f"{catalog.short_name(args.dataset)}-{args.grid}",
                                    spec.objective)
     return build, functools.partial(run, build)
