@@ -1,5 +1,6 @@
 import contextlib
 import io
+import json
 import os
 import pathlib
 
@@ -52,22 +53,42 @@ def mlflow_server(tmp_path_factory):
 # so that each of those runs once.
 SHARED_FIXTURE_FILES = ("test_sweep_credentials.py", "test_sweep_mlflow.py",
                         "test_sweep_optuna.py", "test_sweep_run.py")
+# Seconds each group took (tests/durations.json, written by `python -m tests.durations LOG` from
+# a run with --durations=0): the longest groups start first, so that the two processes end
+# together rather than one running the last long file alone (in the test-count order xdist
+# uses, 3 of the 8 minutes were one process's tail). Stale figures only cost speed.
+DURATIONS = pathlib.Path(__file__).with_name("durations.json")
+
+
+def group_of(nodeid: str) -> str:
+    """The group a test runs in: its file, or "shared fixtures"."""
+    file = nodeid.split("::", 1)[0]
+    return "shared fixtures" if file.rpartition("/")[2] in SHARED_FIXTURE_FILES else file
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under --dist loadfile, the groups in order of their last measured time, longest first
+    (a new file, not yet measured, counts as long); each group's own tests keep their order."""
+    if config.getvalue("dist") != "loadfile":
+        return
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    unmeasured = max(seconds.values(), default=0.0)
+    items.sort(key=lambda item: -seconds.get(group_of(item.nodeid), unmeasured))
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """--dist loadfile, with SHARED_FIXTURE_FILES as one file. (Markers and --dist loadgroup
-    would not do: xdist 3.8 renames the marked tests through an attribute pytest 9.2 no longer
-    reads, and the groups fall apart.)"""
+    """--dist loadfile in the order collected (the hook above), with SHARED_FIXTURE_FILES as one
+    file. (Markers and --dist loadgroup would not do: xdist 3.8 renames the marked tests through
+    an attribute pytest 9.2 no longer reads, and the groups fall apart.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+    config.option.loadscopereorder = False      # xdist's own order: most tests first
 
     class FileGroups(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            file = super()._split_scope(nodeid)
-            shared = file.rpartition("/")[2] in SHARED_FIXTURE_FILES
-            return "shared fixtures" if shared else file
+            return group_of(nodeid)
 
     return FileGroups(config, log)
 
