@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
-from analysis.labels import ensemble_label, model_label, model_sort_key
+from analysis.labels import ensemble_label, is_heterogeneous, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width, t_interval
 from analysis.tables import in_model_order
-from sbfn_dist.settings.records import DIAGNOSTICS, HETEROGENEOUS
+from sbfn_dist.settings.records import DIAGNOSTICS
 
 LEVEL = 0.95
 BASE = "base_avg"
@@ -53,12 +53,15 @@ NOTES = {
         "(stability across runs).",
     ],
     "eps": [
-        "Accuracy in % by ε, heterogeneous (architecture mix 'mixed') vs homogeneous (every other "
-        "mix, pooled), each mean over splits ± the 95% t half width across splits.",
+        "Accuracy in % by ε, heterogeneous (the mixes whose members differ in architecture: "
+        "'mixed', or a list of different architectures or factories) vs homogeneous (every "
+        "other mix), each kind's mixes pooled; mean over splits ± the 95% t half width across "
+        "splits.",
     ],
     "heterogeneity": [
-        "Per data set, combiner, M and ε: within each split, the heterogeneous mix's accuracy "
-        "minus the mean accuracy of the homogeneous mixes of the same split (the paper's claim "
+        "Per data set, combiner, M, ε and heterogeneous mix ('mixed', or a list of different "
+        "architectures or factories): within each split, its accuracy minus the mean accuracy "
+        "of the homogeneous mixes of the same split (the paper's claim "
         "that architectural heterogeneity matters more as data get harder reads across data "
         "sets: rows sorted by the homogeneous mixes' accuracy, hardest last), and minus the "
         "homogeneous mix with the best mean over the splits (named). Gains in points, mean over "
@@ -88,7 +91,7 @@ def split_interval(df: pd.DataFrame, keys: list, metric: str, level: float = LEV
 
 
 def with_kind(df: pd.DataFrame) -> pd.DataFrame:
-    kind = np.where(df["ensemble"] == HETEROGENEOUS, "heterogeneous", "homogeneous")
+    kind = np.where(df["ensemble"].map(is_heterogeneous), "heterogeneous", "homogeneous")
     return df.assign(kind=kind)
 
 
@@ -173,38 +176,39 @@ GAIN_KEYS = ["dataset", "model", "n_members", "epsilon"]
 
 
 def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
-    """The heterogeneous mix against the homogeneous ones, paired by split (NOTES
-    "heterogeneity"); empty when no row has the heterogeneous mix and another."""
+    """Each heterogeneous mix against the homogeneous ones, paired by split (NOTES
+    "heterogeneity"); empty when no row has a heterogeneous mix and a homogeneous one."""
     per_split = fold_values(ok, [*GAIN_KEYS, "ensemble"], "accuracy")
     wide = per_split.pivot_table(index=[*GAIN_KEYS, "fold"], columns="ensemble",
                                  values="accuracy") * 100
-    if HETEROGENEOUS not in wide:
-        return pd.DataFrame()
-    rows = [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False)
-            if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, test))]
+    mixes = [c for c in wide.columns if is_heterogeneous(c)]
+    rows = [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False) for mix in mixes
+            if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, mix, test))]
     if not rows:
         return pd.DataFrame()
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out["p"])
     # per combiner, M and ε the data sets from easiest to hardest: the claim reads down a block
+    # (a data set's heterogeneous mixes share its homogeneous accuracy: by name among them)
     order = out.assign(_k=out["model"].map(model_sort_key), _d=-out["homogeneous_accuracy"])
-    return (order.sort_values(["_k", "n_members", "epsilon", "_d"]).drop(columns=["_k", "_d"])
-            .reset_index(drop=True))
+    return (order.sort_values(["_k", "n_members", "epsilon", "_d", "heterogeneous"])
+            .drop(columns=["_k", "_d"]).reset_index(drop=True))
 
 
-def _gain_row(key: dict, g: pd.DataFrame, test: str) -> dict | None:
-    """One row of heterogeneity_gain for one (data set, combiner, M, ε), or None when the
-    heterogeneous or every homogeneous mix is missing."""
-    homogeneous = [c for c in g.columns if c != HETEROGENEOUS and g[c].notna().any()]
-    g = g.dropna(subset=[HETEROGENEOUS, *homogeneous])
+def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: str) -> dict | None:
+    """One row of heterogeneity_gain for one (data set, combiner, M, ε) and heterogeneous mix,
+    or None when that mix or every homogeneous mix is missing."""
+    homogeneous = [c for c in g.columns if not is_heterogeneous(c) and g[c].notna().any()]
+    g = g.dropna(subset=[mix, *homogeneous])
     if not homogeneous or g.empty:
         return None
     mean = g[homogeneous].mean(axis=1)
     best = max(homogeneous, key=lambda c: g[c].mean())
-    mixed = g[HETEROGENEOUS]
+    mixed = g[mix]
     gain, half, n = t_interval(mixed - mean, LEVEL)
     gain_best, half_best, _ = t_interval(mixed - g[best], LEVEL)
-    return {**key, "homogeneous": " ".join(homogeneous), "homogeneous_accuracy": mean.mean(),
+    return {**key, "heterogeneous": mix, "homogeneous": " ".join(homogeneous),
+            "homogeneous_accuracy": mean.mean(),
             "heterogeneous_accuracy": mixed.mean(), "gain_vs_mean": gain, "half_width": half,
             "p": paired_test(mixed, mean, test)[1], "best_homogeneous": best,
             "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n}
@@ -215,6 +219,7 @@ def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "dataset": gain["dataset"], "combiner": gain["model"].map(model_label),
         "M": gain["n_members"], "ε": gain["epsilon"],
+        "heterogeneous mix": gain["heterogeneous"].map(ensemble_label),
         "homogeneous (%)": gain["homogeneous_accuracy"].map("{:.2f}".format),
         "heterogeneous (%)": gain["heterogeneous_accuracy"].map("{:.2f}".format),
         "− homogeneous mean (pts)": list(map(signed, gain["gain_vs_mean"], gain["half_width"])),

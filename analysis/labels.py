@@ -7,6 +7,7 @@ own (nothing else prints them).
 
 # Re-exported for analysis's modules.
 from sbfn_dist.settings.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401
+from sbfn_dist.settings.records import HETEROGENEOUS, MEMBER_SEPARATOR
 
 COMPETITORS = set(ESTIMATORS)
 # Colours follow the registry's order, so a model keeps its colour whatever else is plotted.
@@ -33,7 +34,27 @@ def metric_label(name: str) -> str:
 
 
 def ensemble_label(name: str) -> str:
-    return ENSEMBLE_LABELS.get(name, f"Homo. {name}")
+    """The paper's kinds by name; any other mix as its architectures, a list's in its order
+    (two lists of the same architectures in other proportions stay apart): "Homo. simple_cnn",
+    "Het. simple_cnn + mynets:build"."""
+    if name in ENSEMBLE_LABELS:
+        return ENSEMBLE_LABELS[name]
+    if is_heterogeneous(name):
+        return f"Het. {' + '.join(str(name).split(MEMBER_SEPARATOR))}"
+    return f"Homo. {mix_architectures(name)[0]}"
+
+
+def is_heterogeneous(name) -> bool:
+    """Whether the members of an ensemble differ in architecture: 'mixed', or a list (stored
+    joined by MEMBER_SEPARATOR) of two or more different architectures or factories. A list of
+    one factory repeated, or a single one, is homogeneous."""
+    return name == HETEROGENEOUS or len(mix_architectures(name)) > 1
+
+
+def mix_architectures(name) -> list:
+    """The different names an ensemble value holds, in order of appearance (a kind such as
+    'cnn' or 'mixed' is one name)."""
+    return list(dict.fromkeys(str(name).split(MEMBER_SEPARATOR)))
 
 
 def model_sort_key(name: str) -> tuple:

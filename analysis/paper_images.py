@@ -58,8 +58,9 @@ NOTES = [
     "The paper's image rows (sbfn-paper.tex, Tables overall_all, best_configs and "
     "sensitivity_eps_all) beside ours on the same data set. sRBF = the s-BFN head trained on the "
     "fly (ours: s-BFN; s-BFN stacked beside it), MoE = our on-the-fly MoE, Base = the members' "
-    "mean accuracy (Base avg.). Heterogeneous = the mix 'mixed'; homogeneous = every other mix "
-    "pooled.",
+    "mean accuracy (Base avg.). Heterogeneous = the mixes whose members differ in architecture "
+    "('mixed', or a list of different architectures or factories); homogeneous = every other "
+    "mix pooled.",
     "ours: mean over splits of each split's mean over the rows in the cell ± the half width of "
     "the 95% Student-t interval across splits; ours − paper in points. 'ours covers' lists the "
     "settings our rows span: the paper averages over its whole grid at its budget, so a "

@@ -5,8 +5,8 @@ API and sweep files") or the name of a built-in grid, shipped as a file in the p
 sweeps/grids/ (regression80, paper-full, heterogeneous, demo, classification25,
 classification/demo, mnist). The same sweep from Python: Sweep.from_yaml(FILE).run().
 The built-in grids' own commands: python -m sweeps.regression --help (also classification,
-cifar10, mnist, fashion_mnist). The run options (--num-cpus, --storage, --name, --set, ...) are
-every sweep command's; a flag replaces the file's key.
+cifar10, mnist, fashion_mnist, images). The run options (--num-cpus, --storage, --name, --set,
+...) are every sweep command's; a flag replaces the file's key.
 """
 
 import argparse

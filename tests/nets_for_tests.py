@@ -1,6 +1,7 @@
 """Member network factories the tests name by import path (`tests.nets_for_tests:NAME`): good
 ones, and one of each kind a planning check must refuse."""
 
+import torch
 from torch import nn
 
 from sbfn_dist.learners.cnn import SimpleCNN
@@ -41,6 +42,31 @@ def no_parameters(in_channels: int, n_classes: int) -> nn.Module:
 
 def not_a_module(in_channels: int, n_classes: int):
     return lambda x: x
+
+
+def fails_to_build(in_channels: int, n_classes: int) -> nn.Module:
+    """A factory that refuses the data's channels, as a user's might."""
+    raise ValueError(f"this network takes 3 channels, not {in_channels}")
+
+
+class _ZerosOnCPU(_Zeros):
+    """Logits made on the CPU whatever the input's device (a parameter, unused, to train)."""
+
+    def __init__(self, n_classes: int):
+        super().__init__(n_classes)
+        self.unused = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        return torch.zeros(len(x), self.n_classes)
+
+
+def output_on_cpu(in_channels: int, n_classes: int) -> nn.Module:
+    return _ZerosOnCPU(n_classes)
+
+
+def fails_forward(in_channels: int, n_classes: int) -> nn.Module:
+    """A network that cannot take the images: a linear layer of the wrong width."""
+    return nn.Linear(5, n_classes)
 
 
 NOT_CALLABLE = 3

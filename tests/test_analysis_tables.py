@@ -10,6 +10,7 @@ from scipy import stats
 from analysis import image_tables as it, tables
 from analysis.collect import ResultsError, check_columns, normalise
 from analysis.configs import configurations, varying_columns
+from analysis.labels import ensemble_label
 from analysis.stats import holm, t_interval
 
 
@@ -242,3 +243,45 @@ def test_heterogeneity_gain_counts_only_splits_where_every_mix_trained():
     gain = it.heterogeneity_gain(pd.DataFrame(rows[:3] + rows[4:]))   # resnet lacks split 1
     assert gain.loc[0, "n_splits"] == 1 and gain.loc[0, "gain_vs_mean"] == pytest.approx(3.0)
     assert it.heterogeneity_gain(pd.DataFrame(mix_rows("d", {"cnn": [0.8], "resnet": [0.9]}))).empty
+
+
+# ------------------------------------------------------------------ mixes given as lists (issue 23)
+FACTORY = "mynets:build"
+# Accuracies in points: each a product by 100 and a mean or difference of two or three values
+# at most 100, so a handful of roundings of numbers below 100 apart from the exact value.
+POINTS = 16 * np.finfo(float).eps * 100
+
+
+@pytest.mark.parametrize("mix, kind, label", [
+    ("mixed", "heterogeneous", "Het. mixed"),
+    (f"simple_cnn,{FACTORY}", "heterogeneous", f"Het. simple_cnn + {FACTORY}"),
+    (f"simple_cnn,simple_cnn,{FACTORY}", "heterogeneous",
+     f"Het. simple_cnn + simple_cnn + {FACTORY}"),        # other proportions, another label
+    (f"{FACTORY},{FACTORY}", "homogeneous", f"Homo. {FACTORY}"),
+    (FACTORY, "homogeneous", f"Homo. {FACTORY}"),
+    ("resnet_tiny1", "homogeneous", "Homo. resnet_tiny1"),
+    ("cnn", "homogeneous", "Homo. CNN"),
+])
+def test_a_mix_is_heterogeneous_when_its_members_differ_in_architecture(mix, kind, label):
+    assert it.with_kind(pd.DataFrame(mix_rows("d", {mix: [0.5]})))["kind"].tolist() == [kind]
+    assert ensemble_label(mix) == label
+
+
+def test_a_list_of_different_architectures_is_compared_with_the_homogeneous_mixes():
+    own = f"simple_cnn,{FACTORY}"
+    rows = mix_rows("pets", {"cnn": [0.60, 0.70], FACTORY: [0.64, 0.72],
+                             f"{FACTORY},{FACTORY}": [0.62, 0.75], own: [0.66, 0.77],
+                             "mixed": [0.61, 0.73]})
+    gain = it.heterogeneity_gain(pd.DataFrame(rows)).set_index("heterogeneous")
+    assert sorted(gain.index) == sorted(["mixed", own])
+    row = gain.loc[own]
+    assert row["homogeneous"] == f"cnn {FACTORY} {FACTORY},{FACTORY}"
+    assert row["best_homogeneous"] == f"{FACTORY},{FACTORY}"        # 68.5 against 68 and 65
+    homogeneous_mean = np.array([60 + 64 + 62, 70 + 72 + 75]) / 3
+    mean, half, n = t_interval(np.array([66, 77]) - homogeneous_mean, 0.95)
+    assert row["n_splits"] == n == 2
+    assert row["gain_vs_mean"] == pytest.approx(mean, rel=0, abs=POINTS)
+    # the half width multiplies the splits' spread by t_{0.975, 1}, and its rounding with it
+    assert row["half_width"] == pytest.approx(half, rel=0, abs=POINTS * stats.t.ppf(0.975, 1))
+    view = it.heterogeneity_view(gain.reset_index())
+    assert set(view["heterogeneous mix"]) == {"Het. mixed", f"Het. simple_cnn + {FACTORY}"}

@@ -14,7 +14,7 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import check_data, run_trial
 from sbfn_dist.learners import training
 from sbfn_dist.learners.cnn import member_seed
-from sbfn_dist.learners.factories import GenericStack, build_factory_member
+from sbfn_dist.learners.factories import GenericStack, build_factory_member, check_factory
 from sbfn_dist.learners.geometry import CrossEntropy
 from sbfn_dist.learners.registry import ensemble_archs
 from sbfn_dist.learners.training import CNNConfig, train_cnn
@@ -175,6 +175,8 @@ def test_a_factory_that_does_not_import_is_refused_with_the_settings(path, says)
     ("wrong_shape", r"to \(2, 11\), not to \(2, 10\)"),
     ("no_parameters", "no parameters"),
     ("not_a_module", "not a torch.nn.Module"),
+    ("fails_to_build", r"build\(1, 10\) failed: ValueError: this network takes 3 channels, not 1"),
+    ("fails_forward", r"its forward on a batch of shape \(2, 1, 8, 8\) failed: RuntimeError: "),
 ])
 def test_a_factory_that_builds_no_member_is_refused_at_planning_and_before_training(
         name, says, monkeypatch):
@@ -188,3 +190,23 @@ def test_a_factory_that_builds_no_member_is_refused_at_planning_and_before_train
     monkeypatch.setattr(training, "Ensemble", no_training)
     with pytest.raises(ConfigError, match=says):
         run_trial(config)
+
+
+@pytest.mark.parametrize("module, source, says", [
+    ("raising_nets", "x = undefined_name\n",
+     "importing raising_nets failed: NameError: name 'undefined_name' is not defined"),
+    ("exiting_nets", "import sys\nsys.exit(1)\n", "importing exiting_nets called sys.exit(1)"),
+])
+def test_a_factory_module_that_fails_to_import_is_refused_with_its_own_error(
+        module, source, says, tmp_path, monkeypatch):
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as refused:
+        TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=["simple_cnn", f"{module}:build"]))
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_logits_on_another_device_than_the_images_are_refused():
+    """The device check, without a GPU: the dummy batch on the meta device, logits on the CPU."""
+    why = check_factory("tests.nets_for_tests:output_on_cpu", 1, 10, (8, 8), torch.device("meta"))
+    assert why == "its output is on cpu, not on meta with its input"

@@ -249,7 +249,8 @@ def _decode_all(root: pathlib.Path, paths: list, image_size: int | None) -> np.n
                         f"(e.g. {rel}: {brief(exc)}): replace or remove them")
     checks.require_one_shape({rel: f"{h}x{w}" for (h, w), rel in shapes.items()},
                              f"folder {root}", "pass image_size=N to resize every image to "
-                             "N x N (sweeps: settings: image_size: N)")
+                             "N x N (python -m sweeps.images: --image-size N; a sweep file: "
+                             "settings: image_size: N)")
     return _stacked(images)
 
 

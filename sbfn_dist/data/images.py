@@ -92,7 +92,8 @@ class ImageSplit:
 
 def _spec(name: str) -> _Spec:
     if name not in SPECS:
-        raise DataError(f"unknown image data set '{name}': use one of {', '.join(IMAGE_DATASETS)}")
+        raise DataError(f"unknown image data set '{name}': use one of {', '.join(IMAGE_DATASETS)}, "
+                        f"{catalog.own_data('image')}")
     return SPECS[name]
 
 

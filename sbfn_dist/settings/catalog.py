@@ -88,6 +88,14 @@ def lookup(name: str) -> DataSet:
                         f"image files in one folder per class") from None
 
 
+def own_data(modality: str) -> str:
+    """A modality's data sets given as paths, in words for a message: for images
+    "npz:PATH (your arrays x (images) and y (labels)) or folder:PATH (your image files, one
+    folder per class)"."""
+    return " or ".join(f"{prefix}PATH ({data.about})" for prefix, data in BY_PREFIX.items()
+                       if data.modality == modality)
+
+
 def absolute(name):
     """`name` with the path of a csv:, npz: or folder: data set made absolute against the
     current directory (a trial may run in another one: Ray Tune changes it)."""

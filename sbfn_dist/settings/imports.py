@@ -71,8 +71,8 @@ def import_factory(path: str):
     if why:
         return None, why
     if not callable(build):
-        return None, (f"{path} is not callable (a {type(build).__name__}): a factory is a "
-                      "function build(in_channels, n_classes)")
+        return None, (f"{path} is not callable (its type: {type(build).__name__}): a factory "
+                      "is a function build(in_channels, n_classes)")
     return build, ""
 
 

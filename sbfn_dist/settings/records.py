@@ -15,7 +15,8 @@ import math
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
-from sbfn_dist.settings.fields import FIELDS, HETEROGENEOUS, Ctx  # noqa: F401 (analysis)
+from sbfn_dist.settings.fields import (  # noqa: F401 (analysis)
+    FIELDS, HETEROGENEOUS, MEMBER_SEPARATOR, Ctx)
 from sbfn_dist.settings.tasks import (  # noqa: F401 (analysis)
     CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS)
 

@@ -1,0 +1,106 @@
+"""`python -m sweeps.images` (issue 23): the image sweep on any image data set -- a built-in name,
+npz:PATH or folder:PATH -- on the named image commands' builder. Bad input is one line before
+Ray starts. An ensemble given as a list is one value of the ensemble axis, from the command
+(`a+b`) and from a sweep file (a YAML list) alike; a list given as a shared setting is not
+crossed into trials."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from sbfn_dist.errors import SbfnError
+from sbfn_dist.experiment import check_data
+from sweeps.api import Sweep
+from sweeps.engine.image_commands import ANY, build_for, main_for
+from sweeps.engine.planning import plan
+# own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
+from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
+
+BN_NET = "tests.nets_for_tests:small_bn_net"
+SMALL = ["--members", "2", "--epsilons", "0.2", "--splits", "1"]
+# Three classes of 8x8 images and one 12x12 among them: sweepable only with --image-size.
+COUNTS = {"across": 12, "down": 12, "diagonal": 12}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = write_folder(tmp_path_factory.mktemp("images") / "patterns", COUNTS, side=8)
+    Image.fromarray(pattern(0, np.random.default_rng(1), 12)).save(root / "across" / "big.png")
+    return root
+
+
+def planned(build, argv) -> list[dict]:
+    spec, _, opts = build(argv)
+    return plan(spec, dataclasses.replace(opts, name="x"))
+
+
+def without_keys(configs: list[dict]) -> list[dict]:
+    """The configurations' settings, without their ids and their sweep's name."""
+    return [{k: v for k, v in c.items() if k not in ("trial_id", "sweep")} for c in configs]
+
+
+# ------------------------------------------------------------------ one builder
+def test_a_named_set_plans_as_its_own_command_plans():
+    assert planned(build_for(ANY), ["--dataset", "mnist"]) == planned(build_for("mnist"), [])
+
+
+def test_a_folder_is_named_after_itself_and_resized_by_image_size(folder):
+    spec, _, opts = build_for(ANY)(["--dataset", f"folder:{folder}", "--image-size", "8", *SMALL])
+    assert opts.name == "patterns"
+    configs = plan(spec, opts)
+    assert {(c["dataset"], c["image_size"]) for c in configs} == {(f"folder:{folder}", 8)}
+    check_data(configs)         # what the sweep's driver does before Ray: the sizes now agree
+
+
+# ------------------------------------------------------------------ bad input: one line
+FORMS = ("npz:PATH", "folder:PATH")    # where images were expected, the line names your own
+BAD = [   # (case, arguments, what the one line says)
+    ("no data set", [], ("--dataset is missing", *FORMS)),
+    ("a table", ["--dataset", "wine"], ("sweeps.classification", *FORMS)),
+    ("a misspelt name", ["--dataset", "fashion-mnist"], ("did you mean 'fashion_mnist'", *FORMS)),
+    ("a missing folder", ["--dataset", "folder:{tmp}/nowhere"], ("{tmp}/nowhere does not exist",)),
+    ("images of two sizes", ["--dataset", "folder:{folder}"], ("differ in shape",
+                                                               "--image-size N")),
+    ("an image size below the members' smallest input",
+     ["--dataset", "folder:{folder}", "--image-size", "2"], ("'image_size' = 2 is not allowed",)),
+    ("an image size for a named set", ["--dataset", "digits", "--image-size", "8"],
+     ("image_size", "folder:PATH data sets")),
+    ("a factory that does not import", ["--dataset", "digits", "--ensembles",
+                                        "simple_cnn+no_such_module_here:build"],
+     ("No module named 'no_such_module_here'",)),
+]
+
+
+@pytest.mark.parametrize("argv, says", [pytest.param(a, s, id=c) for c, a, s in BAD])
+def test_bad_input_is_one_line_before_ray_starts(argv, says, folder, tmp_path, capsys):
+    import ray
+    named = lambda text: text.replace("{tmp}", str(tmp_path)).replace("{folder}", str(folder))
+    code = main_for(ANY, [*map(named, argv), *SMALL, "--smoke", "--no-mlflow", "--storage",
+                          str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2 and all(named(part) in err for part in says), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not ray.is_initialized() and not list(tmp_path.rglob("results.parquet"))
+
+
+# ------------------------------------------------------------------ ensembles given as lists
+def test_a_list_is_one_value_of_the_ensemble_axis_from_the_command_and_from_a_file():
+    command = planned(build_for(ANY), ["--dataset", "digits", "--ensembles", "cnn",
+                                       f"simple_cnn+{BN_NET}", *SMALL])
+    assert [c["ensemble"] for c in command] == ["cnn", f"simple_cnn,{BN_NET}"]
+    from_file = Sweep.from_dict({"dataset": "digits", "folds": 1, "axes": {
+        "n_members": [2], "epsilon": [0.2], "ensemble": ["cnn", ["simple_cnn", BN_NET]]}})
+    assert without_keys(from_file.trials()) == without_keys(command)
+
+
+def test_a_list_given_as_a_setting_is_refused_in_one_line_not_crossed():
+    """The image grid's ensemble axis sets every trial's own ensemble, so a shared one would
+    change nothing: refused, naming the whole list (not one trial per item)."""
+    with pytest.raises(SbfnError) as refused:
+        Sweep.from_dict({"dataset": "digits", "folds": 1, "axes": {"n_members": [2]},
+                         "settings": {"ensemble": ["simple_cnn", BN_NET]}})
+    message = str(refused.value)
+    assert f"'ensemble' = ['simple_cnn', '{BN_NET}'] is not allowed" in message
+    assert "grid axis" in message and "\n" not in message
