@@ -51,10 +51,26 @@ class SweepInfo:
         return max(self.n_trials_expected - self.n_trials, 0)
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What the sweeps' sweep.json files say of their search, for the report: the settings
+    drawn from a range (`ranges`: setting -> the range, e.g. "uniform(0, 1)") and the model each
+    sweep ranked its configurations by (`objectives`: sweep -> model). Empty for sweeps that
+    wrote neither (older ones, a bare results table)."""
+    ranges: dict = field(default_factory=dict)
+    objectives: dict = field(default_factory=dict)
+
+
 @dataclass
 class Results:
     table: pd.DataFrame            # every row, whatever its status
     sweeps: list
+
+    @property
+    def searched(self) -> Searched:
+        return Searched({k: v for s in self.sweeps for k, v in s.meta.get("ranges", {}).items()},
+                        {s.name: s.meta["objective"] for s in self.sweeps
+                         if s.meta.get("objective")})
 
     @property
     def ok(self) -> pd.DataFrame:

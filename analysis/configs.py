@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.labels import param_label
-from sbfn_dist.settings.records import TASKS, is_hyperparameter
+from sbfn_dist.settings.records import COLUMNS, TASKS, is_hyperparameter
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
@@ -52,16 +52,19 @@ def best_index(means, task: str):
 KEEP = ("n_members", "epsilon", "ensemble")
 
 
-def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), extra=()) -> pd.DataFrame:
+def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), extra=(),
+                   carry=()) -> pd.DataFrame:
     """Per configuration within each group: mean over folds, std across folds (ddof 1), n folds.
 
     Adds `config` (a readable label of the varying columns) and `config_columns`. The KEEP
-    columns are carried even where they do not vary, so callers can always group by them.
+    columns, and those in `carry`, are carried even where they do not vary (or vary with
+    another: a drawn lr one-to-one with a drawn ε), so callers can always group by them.
     """
     parts = []
     for key, sub in df.groupby(list(group), dropna=False, sort=False):
         cols = varying_columns(sub, exclude=group)
-        keys = [*group, *cols, *(k for k in KEEP if k in sub and k not in cols and k not in group)]
+        keys = [*group, *cols, *(k for k in dict.fromkeys((*KEEP, *carry))
+                                 if k in sub and k not in cols and k not in group)]
         per_fold = fold_values(sub, keys, metric, extra)
         agg = per_fold.groupby(keys, dropna=False, sort=False).agg(
             mean=(metric, "mean"), std=(metric, "std"), n_folds=("fold", "nunique"),
@@ -88,3 +91,33 @@ def _short(v) -> str:
     if isinstance(v, (float, np.floating)):
         return "–" if np.isnan(v) else f"{v:g}"
     return str(v)
+
+
+# A grid's axis holds a handful of values (the shipped grids' at most 5); a search that draws a
+# setting from a range gives nearly every configuration a value of its own.
+CONTINUOUS_LEVELS = 10
+
+
+def continuous_settings(df: pd.DataFrame, ranges=()) -> list[str]:
+    """The settings of df's configurations that the report shows as continuous (a scatter and a
+    binned table instead of a row per value): those a sweep drew from a range (`ranges`: the
+    names its sweep.json lists), and any taking more than CONTINUOUS_LEVELS distinct numbers.
+    A setting here is a hyper-parameter of the trial's config, never a model's own setting
+    (λ2: every trial evaluates each of its values)."""
+    out = []
+    for c in df.columns:
+        if not (is_hyperparameter(c) and COLUMNS[c].kind == "config"
+                and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])):
+            continue
+        levels = df[c].nunique()
+        if levels > 1 and (c in ranges or levels > CONTINUOUS_LEVELS):
+            out.append(c)
+    return out
+
+
+def log_scaled(values, drawn_from: str = "") -> bool:
+    """Whether a setting is shown and binned on a log scale: drawn from a loguniform range
+    (`drawn_from`, its sweep's text of it), or its positive values spread over two decades."""
+    v = pd.Series(values).dropna()
+    return str(drawn_from).startswith("loguniform") or (
+        len(v) > 1 and (v > 0).all() and v.max() >= 100 * v.min())

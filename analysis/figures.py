@@ -13,7 +13,9 @@ import pandas as pd  # noqa: E402
 
 from analysis.configs import configurations  # noqa: E402
 from analysis.image_tables import split_interval  # noqa: E402
-from analysis.labels import COLOUR_ORDER, ensemble_label, model_label, model_sort_key  # noqa: E402
+from analysis.labels import (COLOUR_ORDER, ensemble_label, model_label,  # noqa: E402
+                             model_sort_key, param_label)
+from analysis.tables import top_decile  # noqa: E402
 from sbfn_dist.settings.records import DIAGNOSTICS  # noqa: E402
 
 PALETTE = plt.get_cmap("tab20").colors
@@ -104,6 +106,42 @@ def reference_lines(ax, refs: pd.DataFrame | None, scale: float = 1.0) -> list:
         ax.axhline(scale * ref.mean, color=colour(ref.model), ls=REFERENCE_STYLE[ref.kind],
                    lw=1.2, label=labels[-1])
     return labels
+
+
+def score_against(points: pd.DataFrame, setting: str, task: str, xlabel: str, ylabel: str,
+                  path: Path, scale: float = 1.0, log: bool = False) -> Path:
+    """A continuous setting (drawn from a range): each configuration's score (objective_points:
+    its model's mean over folds) against its value of `setting` (values x scale), the best
+    complete configuration as a star and the range of the setting among the best tenth
+    (tables.top_decile) shaded (a line where that is one value); configurations stopped early
+    (fewer folds) hollow. `log`: a log x axis (configs.log_scaled)."""
+    _need(points, [setting], varying=[setting])
+    top = top_decile(points, task)
+    if top.empty:
+        raise Skip("no configuration has every fold: nothing ranks")
+    best, model = top.iloc[0], points["model"].iloc[0]
+    full, early = points[points["complete"]], points[~points["complete"]]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        low, high = top[setting].min(), top[setting].max()
+        region = f"best tenth: {param_label(setting)} in [{low:.3g}, {high:.3g}]"
+        if low < high:
+            ax.axvspan(low, high, color=colour(model), alpha=0.15, label=region)
+        else:
+            ax.axvline(low, color=colour(model), alpha=0.25, lw=6, label=region)
+        ax.scatter(full[setting], scale * full["mean"], s=16, color=colour(model),
+                   label=f"{model_label(model)}: one configuration each")
+        if len(early):
+            ax.scatter(early[setting], scale * early["mean"], s=16, facecolors="none",
+                       edgecolors=colour(model), label="stopped early (fewer folds)")
+        ax.scatter([best[setting]], [scale * best["mean"]], s=140, marker="*", color="black",
+                   zorder=3, label=f"best: {best[setting]:.4g} ({scale * best['mean']:.4g})")
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        _legend(ax, ncol=2)
+        return _save(fig, path)
 
 
 def accuracy_by(ok: pd.DataFrame, by: str, xlabel: str, path: Path) -> Path:

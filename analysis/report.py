@@ -48,7 +48,8 @@ def section_blocks(results: Results, test: str = "t", figdir: Path | None = None
     for name, part in by_section(results.ok).items():
         if not part.empty:
             title, build = SECTIONS[name]
-            blocks += [Heading(title), *build(part, results.not_ok, test, figdir)]
+            blocks += [Heading(title), *build(part, results.not_ok, test, figdir,
+                                              results.searched)]
     return blocks or [Text("No row has status ok: there is nothing to summarise yet.")]
 
 

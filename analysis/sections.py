@@ -1,10 +1,15 @@
 """The report's sections as blocks: the sweeps read, regression, image ensembles, tabular
 classification, and the trials' status.
 
-`*_section(ok, not_ok, test, figdir)` gives a section's blocks: per data set a heading with its
-figures (drawn into `figdir`; none when it is None, as the benchmark times tables only; a Skip
-becomes a note that says why a figure is missing), then the tables comparing the models.
+`*_section(ok, not_ok, test, figdir, searched)` gives a section's blocks: per data set a heading
+with its figures (drawn into `figdir`; none when it is None, as the benchmark times tables only; a
+Skip becomes a note that says why a figure is missing), then the tables comparing the models.
 Tables marked `detail` are moved by report.py to the closing "Detailed tables" section.
+
+A setting a sweep drew from a range (`searched`, its sweep.json; or one with many values:
+configs.continuous_settings) is shown as a scatter of the configurations' scores against it and
+a binned table (`setting_specs`, `drawn_tables`), not pair by pair or row by value: the (M, ε)
+figures and interval tables keep to the data sets whose M and ε are a grid's (`listed_m_eps`).
 """
 
 import re
@@ -13,9 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import figures, image_tables as it, paper_images, tables
-from analysis.configs import configurations
+from analysis.collect import Searched
+from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
-from analysis.labels import model_label
+from analysis.labels import metric_label, model_label, param_label
 from sbfn_dist.settings.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
@@ -61,17 +67,20 @@ def _unit(ok: pd.DataFrame) -> str:
 
 
 def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
-                       figdir: Path | None = None) -> list:
+                       figdir: Path | None = None, searched: Searched = Searched()) -> list:
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
-        blocks += [Heading(f"{dataset}", 3), *regression_figures(sub, figdir),
-                   *regression_tables(sub, not_ok)]
+        blocks += [Heading(f"{dataset}", 3),
+                   *data_set_figures(sub, REGRESSION_FIGURES, figdir, "regression", searched,
+                                     M_EPS_FIGURES["regression"]),
+                   *regression_tables(sub, not_ok, searched),
+                   *drawn_tables(sub, "regression", searched)]
     return blocks + [Heading("Regression: comparisons", 3), *heterogeneous_blocks(ok, test),
                      *ranking_blocks(ok, "regression", test)]
 
 
-def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame) -> list:
-    """One data set's quartile table and (M, ε) intervals."""
+def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame, searched: Searched) -> list:
+    """One data set's quartile table and (M, ε) intervals (where M and ε are a grid's)."""
     dataset, unit = sub["dataset"].iloc[0], _unit(sub)
     conf = configurations(sub, metric_of("regression"))
     q = tables.quartile_table(sub, not_ok, conf=conf)
@@ -83,7 +92,9 @@ def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame) -> list:
     blocks = [Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
                     f"({unit or 'target units'}) over all hyper-parameter configurations",
                     q, view, tables.NOTES["quartiles"])]
-    iv = tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL, conf=conf)
+    listed = listed_m_eps(sub, searched)
+    iv = tables.interval_by_m_eps(listed, "regression", REGRESSION_LEVEL, conf=conf) \
+        if len(listed) else pd.DataFrame()
     if not iv.empty:
         blocks.append(Table(f"rmse_m_eps_{slug(dataset)}", f"{dataset}: mean test RMSE with "
                             f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
@@ -122,26 +133,17 @@ REFERENCE_LINES = ("Horizontal lines, where the sweep has them: each competitor'
                    "configuration.")
 
 
-def regression_figures(sub: pd.DataFrame, figdir: Path | None) -> list:
-    """One data set's (M, ε) figure (with the competitors and the single network as lines)
-    and violins; none without a figdir."""
-    if figdir is None:
-        return []
-    dataset, unit = sub["dataset"].iloc[0], _unit(sub)
-    s = slug(dataset)
-    draw_m_eps = lambda p: figures.by_m_eps(
-        tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL),
-        f"test RMSE{f' ({unit})' if unit else ''}", p,
-        refs=tables.reference_scores(sub, "regression"))
-    return [_figure(f"rmse_m_eps_{s}", f"{dataset}: RMSE by (M, ε)",
-                    f"Mean test RMSE over folds and its {REGRESSION_LEVEL:.0%} Student-t interval "
-                    f"for the best configuration of each (M, ε) pair, per combiner. "
-                    f"{REFERENCE_LINES}", draw_m_eps, figdir),
-            _figure(f"rmse_violin_{s}", f"{dataset}: RMSE across configurations",
-                    "Distribution over configurations of each model's mean test RMSE "
-                    "(violin; line: median).",
-                    lambda p: figures.violins(sub, "rmse", f"test RMSE ({unit or 'target units'})",
-                                              p), figdir)]
+def _rmse_label(sub: pd.DataFrame) -> str:
+    unit = _unit(sub)
+    return f"test RMSE ({unit or 'target units'})"
+
+
+# Each figure as (name, title, caption, draw(one data set's rows, path)).
+REGRESSION_FIGURES = (
+    ("rmse_violin", "RMSE across configurations", "Distribution over configurations of each "
+     "model's mean test RMSE (violin; line: median).",
+     lambda sub, p: figures.violins(sub, "rmse", _rmse_label(sub), p)),
+)
 
 
 def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
@@ -152,9 +154,10 @@ def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
 
 
 def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
-                  figdir: Path | None = None) -> list:
-    return (dataset_figures(ok, IMAGE_FIGURES, figdir)
-            + [Heading("Image ensembles: comparisons", 3), *image_tables(ok, test)])
+                  figdir: Path | None = None, searched: Searched = Searched()) -> list:
+    return (dataset_figures(ok, IMAGE_FIGURES, figdir, searched)
+            + [Heading("Image ensembles: comparisons", 3), *image_tables(ok, test),
+               *per_data_set_drawn_tables(ok, searched)])
 
 
 def image_tables(ok: pd.DataFrame, test: str) -> list:
@@ -220,18 +223,111 @@ IMAGE_FIGURES = (
 )
 
 
-def dataset_figures(ok: pd.DataFrame, specs, figdir: Path | None) -> list:
-    """Per data set a heading and every (name, title, caption, draw(rows, path)) of `specs`
-    drawn for its rows; only the headings without a figdir."""
+def dataset_figures(ok: pd.DataFrame, specs, figdir: Path | None,
+                    searched: Searched = Searched(), m_eps=None) -> list:
+    """Per (classification) data set a heading and its figures (data_set_figures); only the
+    headings without a figdir."""
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
-        blocks.append(Heading(f"{dataset}", 3))
-        if figdir is None:
-            continue
-        for name, title, caption, draw in specs:
-            blocks.append(_figure(f"{name}_{slug(dataset)}", f"{dataset}: {title}", caption,
-                                  lambda p, d=draw, s=sub: d(s, p), figdir))
+        blocks += [Heading(f"{dataset}", 3),
+                   *data_set_figures(sub, specs, figdir, "classification", searched, m_eps)]
     return blocks
+
+
+def data_set_figures(sub: pd.DataFrame, specs, figdir: Path | None, task: str,
+                     searched: Searched, m_eps=None) -> list:
+    """One data set's figures: its scores against its settings (setting_specs; `m_eps`: the
+    section's (M, ε) figure, if it has one), then every (name, title, caption, draw(rows,
+    path)) of `specs` drawn for its rows; none without a figdir."""
+    if figdir is None:
+        return []
+    dataset = sub["dataset"].iloc[0]
+    return [_figure(f"{name}_{slug(dataset)}", f"{dataset}: {title}", caption,
+                    lambda p, d=draw: d(sub, p), figdir)
+            for name, title, caption, draw in (*setting_specs(sub, task, searched, m_eps), *specs)]
+
+
+# ------------------------------------------------------------------ settings drawn from ranges
+M_EPS = ("n_members", "epsilon")
+
+
+def listed_m_eps(rows: pd.DataFrame, searched: Searched) -> pd.DataFrame:
+    """The rows of the data sets whose M and ε are listed values (a grid's): those the (M, ε)
+    figures and interval tables show pair by pair. A data set that drew either from a range
+    shows it as a scatter and a binned table instead (setting_specs, drawn_tables)."""
+    keep = [dataset for dataset, sub in rows.groupby("dataset", sort=False)
+            if not set(M_EPS) & set(continuous_settings(sub, searched.ranges))]
+    return rows[rows["dataset"].isin(keep)]
+
+
+def setting_specs(sub: pd.DataFrame, task: str, searched: Searched, m_eps=None) -> list:
+    """The figure specs of one data set's scores against its settings: the (M, ε) figure
+    `m_eps` where M and ε are a grid's, and one scatter per continuous setting
+    (figures.score_against: each configuration of the objective model, the best one marked)."""
+    listed = [m_eps] if m_eps is not None and len(listed_m_eps(sub, searched)) else []
+    drawn, model, points = _drawn(sub, task, searched)
+    metric, scale = _scored(task)
+    return listed + [(f"{setting}_scatter", f"{metric} against {param_label(setting)}",
+                      f"Each configuration of {model_label(model)} (one point each): its mean "
+                      f"test {metric} over folds, at its best λ2 where it has one, against "
+                      f"{param_label(setting)} ({setting}), drawn from "
+                      f"{searched.ranges.get(setting, 'many values')}. Star: the best "
+                      f"configuration with every fold; band: the range of {param_label(setting)} "
+                      "among the best tenth of them; hollow: stopped early (fewer folds).",
+                      lambda s, p, c=setting: figures.score_against(
+                          points, c, task, f"{param_label(c)} ({c})",
+                          f"{metric} of {model_label(model)}", p, scale,
+                          _log(points, c, searched)))
+                     for setting in drawn]
+
+
+def _log(points: pd.DataFrame, setting: str, searched: Searched) -> bool:
+    return log_scaled(points[setting], searched.ranges.get(setting, ""))
+
+
+def _drawn(sub: pd.DataFrame, task: str, searched: Searched) -> tuple:
+    """One data set's continuous settings, the model that ranks its configurations and their
+    scores (tables.objective_points); ([], None, None) where it has none (or no combiner)."""
+    drawn = continuous_settings(sub, searched.ranges)
+    model = tables.objective_model(sub, task, searched.objectives) if drawn else None
+    if model is None:
+        return [], None, None
+    return drawn, model, tables.objective_points(sub, task, model, drawn)
+
+
+def _scored(task: str) -> tuple:
+    """The task's metric as the report names it, and its scale (accuracy in %)."""
+    metric = metric_of(task)
+    return (("accuracy (%)", 100.0) if metric == "accuracy" else (metric_label(metric), 1.0))
+
+
+def drawn_tables(sub: pd.DataFrame, task: str, searched: Searched) -> list:
+    """One data set's binned table per continuous setting (tables.binned_summary), in place of
+    a row per value."""
+    drawn, model, points = _drawn(sub, task, searched)
+    dataset = sub["dataset"].iloc[0]
+    metric, scale = _scored(task)
+    blocks = []
+    for setting in drawn:
+        binned = tables.binned_summary(points, setting, task, _log(points, setting, searched))
+        if binned.empty:
+            continue
+        view = binned.assign(mean=scale * binned["mean"], best=scale * binned["best"])
+        blocks.append(Table(f"binned_{setting}_{slug(dataset)}",
+                            f"{dataset}: {metric} of {model_label(model)} by "
+                            f"{param_label(setting)}, binned", binned,
+                            view[["low", "high", "configurations", "mean", "best",
+                                  "top_decile"]].rename(columns={
+                                      "low": f"{param_label(setting)} from",
+                                      "high": "to", "top_decile": "in top decile"}),
+                            tables.NOTES["binned"]))
+    return blocks
+
+
+def per_data_set_drawn_tables(ok: pd.DataFrame, searched: Searched) -> list:
+    """drawn_tables of every (classification) data set."""
+    return [t for _, sub in ok.groupby("dataset", sort=True)
+            for t in drawn_tables(sub, "classification", searched)]
 
 
 # ------------------------------------------------------------------ tabular classification
@@ -246,12 +342,13 @@ def split_classification(ok: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
-                    figdir: Path | None = None) -> list:
-    return (dataset_figures(ok, TABULAR_FIGURES, figdir)
-            + [Heading("Tabular classification: comparisons", 3), *tabular_tables(ok, test)])
+                    figdir: Path | None = None, searched: Searched = Searched()) -> list:
+    return (dataset_figures(ok, TABULAR_FIGURES, figdir, searched, M_EPS_FIGURES["tabular"])
+            + [Heading("Tabular classification: comparisons", 3),
+               *tabular_tables(ok, test, searched), *per_data_set_drawn_tables(ok, searched)])
 
 
-def tabular_tables(ok: pd.DataFrame, test: str) -> list:
+def tabular_tables(ok: pd.DataFrame, test: str, searched: Searched = Searched()) -> list:
     acc = it.overall_accuracy(ok, BY_DATASET)
     conf = tables.configuration_table(ok, "classification")
     blocks = [Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "
@@ -260,7 +357,7 @@ def tabular_tables(ok: pd.DataFrame, test: str) -> list:
               Table("tabular_accuracy_configurations", "Test accuracy (%) per model and "
                     "configuration, mean ± std across folds", conf, _configuration_view(conf),
                     tables.NOTES["configurations"], detail=True)]
-    iv = tables.interval_by_m_eps(ok, "classification", it.LEVEL)
+    iv = tables.interval_by_m_eps(listed_m_eps(ok, searched), "classification", it.LEVEL)
     if not iv.empty:
         blocks.append(Table("tabular_accuracy_m_eps", f"Mean test accuracy (%) with {it.LEVEL:.0%} "
                             "interval by (M, ε)", iv, _m_eps_view(iv),
@@ -286,12 +383,22 @@ def _m_eps_view(iv: pd.DataFrame) -> pd.DataFrame:
                  "config": "best configuration"})
 
 
-TABULAR_FIGURES = (
-    ("accuracy_m_eps", "accuracy by (M, ε)", f"Mean test accuracy over folds and its {it.LEVEL:.0%} "
-     f"Student-t interval for the best configuration of each (M, ε) pair, per combiner. "
-     f"{REFERENCE_LINES}",
-     lambda sub, p: figures.by_m_eps(tables.interval_by_m_eps(sub, "classification", it.LEVEL),
-                                     "test accuracy (%)", p, scale=100,
-                                     refs=tables.reference_scores(sub, "classification"))),
-    ACCURACY_VIOLIN,
-)
+TABULAR_FIGURES = (ACCURACY_VIOLIN,)
+
+# Each section's (M, ε) figure, drawn where M and ε are a grid's (setting_specs).
+M_EPS_FIGURES = {
+    "regression": (
+        "rmse_m_eps", "RMSE by (M, ε)", f"Mean test RMSE over folds and its "
+        f"{REGRESSION_LEVEL:.0%} Student-t interval for the best configuration of each (M, ε) "
+        f"pair, per combiner. {REFERENCE_LINES}",
+        lambda sub, p: figures.by_m_eps(
+            tables.interval_by_m_eps(sub, "regression", REGRESSION_LEVEL), _rmse_label(sub), p,
+            refs=tables.reference_scores(sub, "regression"))),
+    "tabular": (
+        "accuracy_m_eps", "accuracy by (M, ε)", f"Mean test accuracy over folds and its "
+        f"{it.LEVEL:.0%} Student-t interval for the best configuration of each (M, ε) pair, "
+        f"per combiner. {REFERENCE_LINES}",
+        lambda sub, p: figures.by_m_eps(tables.interval_by_m_eps(sub, "classification", it.LEVEL),
+                                        "test accuracy (%)", p, scale=100,
+                                        refs=tables.reference_scores(sub, "classification"))),
+}

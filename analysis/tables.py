@@ -5,13 +5,15 @@ Every function takes the rows with status "ok" (except the status tables) and re
 DataFrame; `NOTES` holds the precise definition the report prints under each table.
 """
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import metric_label, model_label, model_sort_key
 from analysis.stats import holm, paired_test, t_half_width
-from sbfn_dist.settings.records import REFERENCE_MODEL, TASKS
+from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, TASKS
 
 ALPHA = 0.05
 
@@ -58,6 +60,17 @@ NOTES = {
         "repository (outside any repository: under the working directory the report was made "
         "from); otherwise only the directory's name, since the path of the machine that ran the "
         "sweep means nothing elsewhere; a remote URI (s3://...) as given.",
+    ],
+    "binned": [
+        "A configuration is one point of the search (its settings, as the quartile table's); its "
+        "score is the model's mean over folds (each fold averaged over seeds) at its best own "
+        "setting (λ2 where it has one). Only configurations with every fold count: one stopped "
+        "early (ASHA) has a mean over fewer folds and is never ranked.",
+        "Bins: the setting's range cut into equal widths (on a log scale where the sweep "
+        "drew it from a loguniform range, or its values span two decades or more); from, to: "
+        "the lowest and highest value in the bin; mean and best: of the bin's configurations' "
+        "scores; in top decile: how many of the bin's configurations are among the best tenth "
+        "of all (at least one), the region the scatter shades.",
     ],
     "status": [
         "Rows by status. ok rows are analysed; diverged (non-finite training or predictions) and "
@@ -118,6 +131,8 @@ def interval_by_m_eps(ok: pd.DataFrame, task: str = "regression", level: float =
     `conf`: `configurations(ok, metric)` when the caller already has it."""
     spec = TASKS[task]
     conf = configurations(ok, spec.metric) if conf is None else conf
+    if conf.empty:              # no rows (every data set's M or ε drawn from a range)
+        return pd.DataFrame()
     conf = conf[conf["model"].isin(spec.combiners)]
     if conf.empty:
         return pd.DataFrame()
@@ -142,6 +157,70 @@ def reference_scores(ok: pd.DataFrame, task: str) -> pd.DataFrame:
     kind = np.where(best["model"] == REFERENCE_MODEL, "single network", "competitor")
     out = best[["dataset", "model"]].assign(kind=kind, mean=best["mean"], config=best["config"])
     return in_model_order(out)
+
+
+def objective_model(rows: pd.DataFrame, task: str, objectives: dict) -> str | None:
+    """The model that ranks one data set's configurations: the one their sweeps searched by
+    (`objectives`: sweep -> model, from sweep.json) where that names one model the rows have,
+    else the task's first combiner present (sbfn_ls, sbfn: the sweeps' default objective); None
+    when the rows hold no combiner."""
+    present = set(rows["model"])
+    named = {objectives.get(sweep) for sweep in rows["sweep"].unique()} & present
+    if len(named) == 1:
+        return named.pop()
+    return next((m for m in TASKS[task].allowed if m in present), None)
+
+
+def objective_points(rows: pd.DataFrame, task: str, model: str, settings=()) -> pd.DataFrame:
+    """One row per configuration of `model` on one data set: `mean`, its score over folds (each
+    averaged over seeds) at its best own setting (λ2; `config` names it), the settings that make
+    the configuration (`settings` among them, whatever they vary with), and `complete`: whether
+    it has as many folds as the most complete one (a configuration ASHA stopped early has fewer,
+    and is never ranked)."""
+    conf = configurations(rows[rows["model"] == model], TASKS[task].metric, carry=settings)
+    if conf.empty:
+        return conf
+    settings = [c for c in conf["config_columns"].iloc[0].split(", ")
+                if c and COLUMNS[c].kind != "setting"]          # not λ2, not model_params
+    if settings:
+        conf = conf.loc[best_index(conf.groupby(settings, dropna=False, sort=False)["mean"],
+                                   task)]
+    else:
+        conf = conf.loc[[best_index(conf["mean"], task)]]
+    return conf.assign(complete=conf["n_folds"] == conf["n_folds"].max()).reset_index(drop=True)
+
+
+TOP_SHARE = 0.1         # the "best region": the best tenth of the configurations
+BINS = 5
+
+
+def top_decile(points: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The complete configurations of `points` (objective_points) among the best TOP_SHARE of
+    them (at least one), best first."""
+    full = points[points["complete"]]
+    n = max(1, math.ceil(TOP_SHARE * len(full)))
+    return full.sort_values("mean", ascending=not TASKS[task].higher_is_better).head(n)
+
+
+def binned_summary(points: pd.DataFrame, setting: str, task: str, log: bool) -> pd.DataFrame:
+    """The complete configurations of `points` (objective_points) in BINS bins of `setting`
+    (equal widths, on a log scale if `log`: configs.log_scaled), one row per bin that holds any
+    (NOTES "binned")."""
+    full = points[points["complete"]].dropna(subset=[setting])
+    if full.empty:
+        return pd.DataFrame()
+    values = full[setting].astype(float)
+    spaced = np.geomspace if log else np.linspace
+    edges = np.unique(spaced(values.min(), values.max(), BINS + 1))
+    # One value throughout is one bin (pd.cut needs two edges).
+    bins = pd.cut(values, edges, include_lowest=True) if len(edges) > 1 else 0
+    top = full.index.isin(top_decile(points, task).index)
+    best = "max" if TASKS[task].higher_is_better else "min"
+    grouped = full.assign(_bin=bins, _top=top, _v=values).groupby("_bin", observed=True, sort=True)
+    out = grouped.agg(low=("_v", "min"), high=("_v", "max"), configurations=("mean", "size"),
+                      mean=("mean", "mean"), best=("mean", best), top_decile=("_top", "sum"))
+    return out.reset_index(drop=True).assign(dataset=full["dataset"].iloc[0],
+                                             model=full["model"].iloc[0], setting=setting)
 
 
 def configuration_table(ok: pd.DataFrame, task: str) -> pd.DataFrame:

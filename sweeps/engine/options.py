@@ -111,7 +111,10 @@ POSITIVE = Kind("a number > 0", _number(0.0, open_=True), float)
 SECONDS = Kind("a number of seconds >= 0", _number(0.0), float)
 MAPPING = Kind("a mapping (key: value)", _mapping)
 PACK = Kind(f"one of {', '.join(PACK_MODES)}", _one_of(PACK_MODES), choices=PACK_MODES)
-SEARCH = Kind("grid or optuna", _one_of(("grid", "optuna")), choices=("grid", "optuna"))
+# grid: every planned point; optuna: TPE over the axes; random: Tune's own draws of them
+# (sweeps/engine/runner.py). A range axis (uniform(0, 1), ...) takes optuna or random.
+SEARCHES = ("grid", "optuna", "random")
+SEARCH = Kind(f"one of {', '.join(SEARCHES)}", _one_of(SEARCHES), choices=SEARCHES)
 
 
 @dataclass(frozen=True)
@@ -181,9 +184,11 @@ OPTIONS = (
     Option("smoke", FLAG, False, "a tiny version of the same sweep", runner=False),
     Option("data_dir", TEXT, None, "local data directory",
            "SBFN_DATA_DIR, then cache/download", runner=False),
-    Option("search", SEARCH, "grid", "every point of the grid, or Optuna's TPE over its axes"),
-    Option("num_samples", COUNT, 20, "Optuna trials (--search optuna)"),
-    Option("search_seed", SEED, 0, "seed of Optuna's sampler"),
+    Option("search", SEARCH, "grid", "grid: every point of the grid; optuna: Optuna's TPE over "
+           "its axes; random: random draws of them (a range axis, uniform(0, 1), needs one of "
+           "these two)"),
+    Option("num_samples", COUNT, 20, "configurations drawn (--search optuna or random)"),
+    Option("search_seed", SEED, 0, "seed of the draws (--search optuna or random)"),
     Option("objective", TEXT, "", "model that search and 'best so far' use",
            "sbfn_ls for regression, sbfn for classification"),
     # A file's `settings` mapping; on the command line KEY=VALUE words, not a ListOf: a

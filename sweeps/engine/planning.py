@@ -12,6 +12,12 @@ the workers, the MLflow logger and the progress line read the plan.
 Workers get the plan once per process (`Planned` pickles as one blob that a worker unpacks once,
 however many trials it runs) and look their configurations up by trial_id; a Tune config without
 one (an Optuna sample, a trial of a sweep started before plans were shared) by its settings.
+
+A sweep with a range axis (uniform(0, 1), ...: sweeps/engine/distributions.py) cannot list its
+configurations ahead: it plans those at the ranges' bounds (every value in between is then
+allowed too, each setting's constraint being an interval), and a drawn configuration when it
+arrives, by the same trial_config and trial_id as any, once in each process that meets it (the
+worker that runs it, the driver that logs and ranks it) -- `Sampling`.
 """
 
 import hashlib
@@ -19,14 +25,16 @@ import json
 import os
 import pickle
 import sys
+import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
+from sweeps.engine.distributions import has_ranges, is_range
 from sweeps.engine.model_names import check_model_names, check_objective, distinct_trials
-from sweeps.engine.options import DEFAULTS as DEFAULT, gpu_share
+from sweeps.engine.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
 from sweeps.engine.packing import PACK_MODES
 from sweeps.engine.spaces import SweepSpec, axis_text
 from sweeps.engine.store import ResultStore
@@ -81,8 +89,8 @@ class SweepOptions:
             raise ConfigError("--num-gpus", self.num_gpus, "> 0 when --gpus-per-trial is set")
         if self.cpus_per_trial <= 0:
             raise ConfigError("--cpus-per-trial", self.cpus_per_trial, "a positive number")
-        if self.search not in ("grid", "optuna"):
-            raise ConfigError("--search", self.search, "grid or optuna")
+        if self.search not in SEARCHES:
+            raise ConfigError("--search", self.search, f"one of {', '.join(SEARCHES)}")
         if self.pack not in PACK_MODES:
             raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
@@ -139,16 +147,33 @@ def folds_of(config: dict) -> list:
 
 
 # ------------------------------------------------------------------ the sweep's plan
+@dataclass(frozen=True)
+class Sampling:
+    """How a sweep with a range axis plans a drawn configuration when it arrives: trial_config
+    with the sweep's shared settings (`base`) and name, its settings in the order of the sweep's
+    axes (`names`: a trial_id's label reads them in that order, whatever order a searcher hands
+    them in)."""
+    base: dict
+    sweep: str
+    names: tuple
+
+    def settings(self, point: dict) -> dict:
+        given = settings_of(point)
+        return {**{n: given[n] for n in self.names if n in given}, **given}
+
+
 class Planned:
     """Every configuration of a sweep: its point (Tune's config) and its full config, by
-    trial_id. Read-only once made."""
+    trial_id. Planned ahead, except a sampled sweep's draws, which join as they arrive
+    (`sampling`; None: every configuration is planned ahead)."""
 
-    def __init__(self, points: list[dict], configs: list[dict]):
-        self.points, self.configs = points, configs
+    def __init__(self, points: list[dict], configs: list[dict], sampling: Sampling | None = None):
+        self.points, self.configs, self.sampling = points, configs, sampling
         self.token = uuid.uuid4().hex        # names this plan in a worker's cache (_unpacked)
         self._blob: bytes | None = None
         self._by_id: dict | None = None
         self._by_point: dict | None = None
+        self._lock = threading.Lock()        # the driver's callbacks look draws up in threads
 
     def tune_config(self, pack: list[int]) -> dict:
         """What Tune shows as the config of the trial of these configurations (by index)."""
@@ -160,26 +185,40 @@ class Planned:
         return [self.config(point) for point in points_of(tune_config)]
 
     def config(self, point: dict) -> dict:
-        """The planned config of one point: by its trial_id, else by its settings."""
-        if self._by_id is None:
-            self._by_id = {c["trial_id"]: c for c in self.configs}
-        key = point.get("trial_id") or self._trial_id(point)
-        if key not in self._by_id:
-            raise SbfnError(f"the trial {key} is not in this sweep's plan: resume a sweep with "
-                            "the arguments it was started with")
-        return self._by_id[key]
+        """The planned config of one point: by its trial_id, else (an Optuna sample, an older
+        sweep's trial) by its settings; a sampled sweep's draw is planned now (`_draw`)."""
+        with self._lock:
+            if self._by_id is None:
+                self._by_id = {c["trial_id"]: c for c in self.configs}
+                self._by_point = {point_key(p): p["trial_id"] for p in self.points}
+            key = point.get("trial_id") or self._by_point.get(point_key(point))
+            if key in self._by_id:
+                return self._by_id[key]
+            if self.sampling is None:
+                raise SbfnError(f"the trial {key or repr(point)} is not in this sweep's plan: "
+                                "resume a sweep with the arguments it was started with")
+            return self._draw(point)
 
-    def _trial_id(self, point: dict) -> str:
-        """An Optuna sample's (or an older sweep's trial's) key, by the settings it sets."""
-        if self._by_point is None:
-            self._by_point = {point_key(p): p["trial_id"] for p in self.points}
-        return self._by_point.get(point_key(point), repr(point))
+    def _draw(self, point: dict) -> dict:
+        """A draw of the sweep's ranges, planned as every configuration is (trial_config:
+        validated, keyed by its exact values) and kept with the planned ones: points and
+        configs then hold it for whoever ranks or logs it (SweepResult.best, MLflow)."""
+        settings = self.sampling.settings(point)
+        config = trial_config(settings, self.sampling.base, self.sampling.sweep)
+        key = config["trial_id"]
+        self.points.append({**settings, "trial_id": key})
+        self.configs.append(config)
+        self._by_id[key] = config
+        self._by_point[point_key(settings)] = key
+        return config
 
     def __reduce__(self):
         # One blob: pickled once here, unpacked once per worker process (Tune hands every
-        # trial the plan from the object store, and reused workers run many trials).
+        # trial the plan from the object store, and reused workers run many trials). Draws
+        # made later are planned again by each process that meets them.
         if self._blob is None:
-            self._blob = pickle.dumps((self.points, self.configs), pickle.HIGHEST_PROTOCOL)
+            self._blob = pickle.dumps((self.points, self.configs, self.sampling),
+                                      pickle.HIGHEST_PROTOCOL)
         return _unpacked, (self.token, self._blob)
 
 
@@ -242,26 +281,48 @@ def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     if opts.resume and result_store(opts).read_spec() is None:
         raise SbfnError(f"--resume: there is no sweep at {result_store(opts).root} (check --name "
                         "and --storage)")
-    _refuse_optuna_per_fold(spec, opts)
-    _note_a_large_grid(spec, opts)
+    _refuse_sampling_per_fold(spec, opts)
+    _refuse_a_grid_of_ranges(spec, opts)
+    bounds = at_bounds(spec)        # a sampled sweep's configurations planned ahead
+    _note_a_large_grid(bounds, opts)
     base = shared(spec, opts)
-    check_model_names(spec, base)
-    trials, configs = planned_trials(spec, base, opts.name)
+    check_model_names(bounds, base)
+    trials, configs = planned_trials(bounds, base, opts.name)
     check_objective(opts.objective, spec.objective,
                     [configs[i] for i in distinct_trials(trials, base)])
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):
         raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
-    return Planned([{**t, "trial_id": key} for t, key in zip(trials, keys)], configs)
+    sampling = Sampling(base, opts.name, (*spec.axes, *spec.repeat_axis)) \
+        if has_ranges(spec.axes) else None
+    return Planned([{**t, "trial_id": key} for t, key in zip(trials, keys)], configs, sampling)
 
 
-def _refuse_optuna_per_fold(spec: SweepSpec, opts: SweepOptions) -> None:
-    """Optuna samples a whole configuration (every fold, ASHA's rungs); a per-fold grid's
-    configurations are single folds, so no sample would be one of its planned configurations."""
-    if opts.search == "optuna" and spec.per_fold:
-        raise ConfigError("--search", "optuna", "grid for a grid of one trial per fold "
-                          "(per_fold): Optuna samples whole configurations, all folds each")
+def at_bounds(spec: SweepSpec) -> SweepSpec:
+    """`spec` with each range axis as the lowest and highest value it draws: the configurations
+    planned (validated) before Ray starts. Each setting's constraint is an interval
+    (sbfn_dist/settings/fields.py), so every draw between two valid bounds is valid too."""
+    return replace(spec, axes={name: values.bounds() if is_range(values) else values
+                               for name, values in spec.axes.items()})
+
+
+def _refuse_sampling_per_fold(spec: SweepSpec, opts: SweepOptions) -> None:
+    """A sampled search (optuna, random) draws whole configurations (every fold, ASHA's rungs);
+    a per-fold grid's configurations are single folds, so no draw would be one of them."""
+    if opts.search != "grid" and spec.per_fold:
+        raise ConfigError("--search", opts.search, "grid for a grid of one trial per fold "
+                          "(per_fold): a sampled search draws whole configurations, all folds "
+                          "each")
+
+
+def _refuse_a_grid_of_ranges(spec: SweepSpec, opts: SweepOptions) -> None:
+    """A grid lists its points, and a range has none to list."""
+    ranges = [f"axes.{name} = {values}" for name, values in spec.axes.items() if is_range(values)]
+    if opts.search == "grid" and ranges:
+        raise SbfnError(f"{ranges[0]} is a range, which a grid cannot list: draw from it with "
+                        "--search optuna or --search random (a sweep file's `search: optuna` "
+                        "or `search: random`) and --num-samples N, or give the axis as a list")
 
 
 # A grid this large is worth a word before it is planned: each configuration is validated here,

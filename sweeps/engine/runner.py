@@ -21,6 +21,7 @@ from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.engine.claim import Claim, take_over
+from sweeps.engine.distributions import axis_size, has_ranges, is_range
 from sweeps.engine.environment import ray_environment
 from sweeps.engine.next_steps import console_script, installed, python_module
 from sweeps.engine.packing import packs
@@ -95,6 +96,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
             # Once per run, on the way out too (interrupted, failed): never per trial, which
             # grew with the sweep (docs/benchmarks.md, "Per-trial overhead").
             table = store.consolidate()
+    _plan_the_draws(planned, grid)
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
                            *_finish_study(opts, store), result_grid=grid, plan=planned,
@@ -103,13 +105,25 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     return outcome
 
 
+def _plan_the_draws(planned: Planned, grid) -> None:
+    """A sampled sweep's draws, planned in the driver too (the workers planned them to run
+    them): the outcome's plan then holds every configuration SweepResult.best may name, those
+    drawn before a --resume as well (the ResultGrid holds every trial of the sweep)."""
+    if planned.sampling is not None:
+        for result in grid:
+            planned.configs_of(result.config)
+
+
 def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
-    """Refuse to overwrite another sweep or resume a different one; prove it is writable."""
+    """Refuse to overwrite another sweep or resume a different one; prove it is writable.
+    `objective` and `ranges` (a range axis as its text) are for the report (analysis/)."""
     record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
               "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
               else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
               "n_folds_expected": sum(len(folds_of(c)) for c in configs),
-              "base": shared(spec, opts), "command": opts.command}
+              "base": shared(spec, opts), "command": opts.command,
+              "objective": opts.objective or spec.objective,
+              "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)}}
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
@@ -331,10 +345,10 @@ def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions):
         return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
                                   resume_errored=True)
     except (ImportError, AttributeError) as exc:
-        if opts.search != "grid":     # a new searcher would sample the study's budget again
+        if opts.search != "grid":     # a new searcher would draw the sweep's budget again
             raise SbfnError(f"--resume: Tune's saved state of this sweep was written by an older "
-                            f"version of sweeps ({exc}), and its Optuna search cannot go on; "
-                            "pass --name for a new sweep") from None
+                            f"version of sweeps ({exc}), and its {opts.search} search cannot go "
+                            "on; pass --name for a new sweep") from None
         print(f"[{opts.name}] Tune's saved state of this sweep is from an older version of "
               f"sweeps ({exc}): its trials start again, every finished fold read back",
               flush=True)
@@ -344,17 +358,19 @@ def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions):
 def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
             trial_packs_: list):
     from ray import tune
+    # A random search's generator takes --max-concurrent itself (search.random_search).
     common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
-                  max_concurrent_trials=opts.max_concurrent, trial_name_creator=_trial_name,
-                  trial_dirname_creator=_trial_name)
+                  max_concurrent_trials=None if opts.search == "random" else opts.max_concurrent,
+                  trial_name_creator=_trial_name, trial_dirname_creator=_trial_name)
     if opts.search == "grid":
         from sweeps.engine.search import PlannedSearch
         points = [planned.tune_config(pack) for pack in trial_packs_]
         return tune.TuneConfig(**common, search_alg=PlannedSearch(points),
                                num_samples=len(points)), {}
     from ray.tune.schedulers import ASHAScheduler
-    space = {name: tune.choice(list(values)) for name, values in spec.axes.items()}
-    space.update({k: v[0] for k, v in spec.repeat_axis.items()})
+
+    from sweeps.engine.search import sampled_space
+    space = sampled_space(spec.axes, {k: v[0] for k, v in spec.repeat_axis.items()})
     folds = len(folds_of(planned.configs[0]))
     # ASHA's rungs are folds here: a configuration whose running CV mean is in the bottom
     # part after `grace_period` folds stops early (docs/sweeps.md).
@@ -365,7 +381,11 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Pl
 
 
 def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
-    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py)."""
+    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py), or
+    Tune's seeded random generator (--search random)."""
+    if opts.search == "random":
+        from sweeps.engine.search import random_search
+        return random_search(opts.search_seed, opts.max_concurrent)
     from sweeps.engine.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
               "objective": f"CV mean {metric_of(spec.task)} of "
@@ -383,23 +403,36 @@ def _trial_name(trial) -> str:
     return f"{trial.trial_id}_{size}{label}"[:100]
 
 
+# What draws a sampled search's configurations, as its lines name it.
+SAMPLERS = {"optuna": "Optuna", "random": "random"}
+
+
 def _trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) -> str:
-    if opts.search == "optuna":
+    if opts.search != "grid":
         # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
-        return f"{opts.num_samples} Optuna trials (no competitors or M = 1 reference)"
+        return (f"{opts.num_samples} {SAMPLERS[opts.search]} trials (no competitors or M = 1 "
+                "reference)")
     if len(trial_packs_) < len(configs):
         return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack {opts.pack})"
     return f"{len(configs)} configurations"
 
 
 def _small_space_note(spec: SweepSpec, opts: SweepOptions) -> str:
-    """TPE samples with replacement: on a small space many samples repeat a point (computed
-    once, but the budget is spent). Seen for real: 8 samples over 12 points hit 5."""
-    points = math.prod(len(v) for v in spec.axes.values())
-    if opts.search != "optuna" or 2 * opts.num_samples < points:
+    """TPE and random draws repeat points of a small space (computed once, but the budget is
+    spent). Seen for real: 8 samples over 12 points hit 5. A space with a uniform or loguniform
+    range has no end of points (size inf): never small."""
+    points = math.prod(axis_size(v) for v in spec.axes.values())
+    if opts.search == "grid" or 2 * opts.num_samples < points:
         return ""
-    return (f"\n  note: {opts.num_samples} Optuna samples over a {points}-point space will repeat "
-            f"points; --search grid evaluates all {points}")
+    listed = " (its ranges given as lists)" if has_ranges(spec.axes) else ""
+    return (f"\n  note: {opts.num_samples} {SAMPLERS[opts.search]} samples over a {points}-point "
+            f"space will repeat points; --search grid evaluates all {points}{listed}")
+
+
+def _drawn_axes(spec: SweepSpec) -> str:
+    """A sampled search's axes as the plan prints them: epsilon from uniform(0, 1), M in [5, 2]."""
+    return ", ".join(f"{k} from {v}" if is_range(v) else f"{k} in {list(v)}"
+                     for k, v in spec.axes.items())
 
 
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
@@ -409,11 +442,14 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}",
           file=out)
     trial_packs_ = trial_packs(opts, configs)
-    if opts.search == "optuna":
-        print(f"  {_trial_count(opts, configs, trial_packs_)}: TPE (seed {opts.search_seed}) "
-              "samples "
-              + ", ".join(f"{k} in {list(v)}" for k, v in spec.axes.items())
-              + _small_space_note(spec, opts), file=out)
+    if opts.search != "grid":
+        how = "TPE" if opts.search == "optuna" else "Tune's random generator"
+        print(f"  {_trial_count(opts, configs, trial_packs_)}: {how} (seed {opts.search_seed}) "
+              f"draws {_drawn_axes(spec)}" + _small_space_note(spec, opts), file=out)
+        if has_ranges(spec.axes):
+            print(f"  planned now: {len(configs)} configurations, each range at its bounds "
+                  "(every draw between them is then valid); each draw is planned as it "
+                  "arrives, its trial id from its exact values", file=out)
     else:
         print(f"  {_trial_count(opts, configs, trial_packs_)}, {folds} folds/splits in all",
               file=out)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from sbfn_dist.settings import catalog
-from sbfn_dist.errors import ConfigError
+from sbfn_dist.errors import ConfigError, DataError, did_you_mean
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
+from sweeps.engine.distributions import is_range
 
 # Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
@@ -98,7 +99,7 @@ class SweepSpec:
     grid: str
     dataset: str
     base: dict                    # holds "task": the config's, so csv:PATH sweeps either task
-    axes: dict                    # name -> values, crossed in this order
+    axes: dict                    # name -> values, crossed in this order (or a Range: drawn)
     extra_trials: tuple = ()      # overrides outside the product (competitors)
     reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
@@ -185,9 +186,9 @@ def with_axes(axes: dict, given: dict) -> dict:
     """`axes` with the `given` ones (name -> values; None keeps the grid's) replacing or joining
     them. Largest M first (with the competitors and the reference before them): the longest
     trials start first, so the sweep does not end waiting on one big trial."""
-    axes = {k: tuple(v) for k, v in {**axes, **{k: v for k, v in given.items()
-                                                if v is not None}}.items()}
-    if "n_members" in axes:
+    axes = {k: v if is_range(v) else tuple(v)      # a range is drawn from, not listed
+            for k, v in {**axes, **{k: v for k, v in given.items() if v is not None}}.items()}
+    if "n_members" in axes and not is_range(axes["n_members"]):
         axes["n_members"] = _largest_first(axes["n_members"])
     return axes
 
@@ -207,9 +208,11 @@ def _check_tabular(task: str, dataset: str, settings: dict) -> None:
     data = catalog.lookup(dataset)
     if data.modality != "tabular" or task not in data.tasks:
         known = ", ".join(catalog.names("tabular", task))
+        images = ", ".join(catalog.names("image"))
         raise ConfigError("dataset", dataset, f"a {task} data set for sweeps.{task} ({known}, "
-                          "or csv:PATH with --set target=COLUMN); image data sets: python -m "
-                          "sweeps.cifar10 / mnist / fashion_mnist")
+                          "or csv:PATH with --set target=COLUMN); an image data set ("
+                          f"{images}, {catalog.own_data('image')}) is swept by python -m "
+                          "sweeps.images --dataset NAME")
 
 
 def _preset(task: str, dataset: str) -> dict:
@@ -233,8 +236,7 @@ def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = 
     """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial. `grid`:
     the image grid (sweeps/grids/images/, sweepfile.IMAGE_GRID) unless given (a sweep file's,
     started from it); the other options replace its values."""
-    if catalog.lookup(dataset).modality != "image":
-        raise ConfigError("dataset", dataset, f"one of {catalog.names('image')}")
+    _check_image(dataset)
     grid = _grid_files().image_grid() if grid is None else grid
     if splits is None:
         splits = defaults("classification", "image")["folds"] if grid.folds is None else grid.folds
@@ -247,11 +249,25 @@ def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = 
                      repeat_axis={"fold": tuple(range(splits))}, innermost="ensemble")
 
 
+def _check_image(dataset: str) -> None:
+    """Refuse, in one line, a data set that holds no images: name the image sets, the nearest
+    name to a misspelt one, and where tables are swept."""
+    known = catalog.names("image")
+    try:
+        if catalog.lookup(dataset).modality == "image":
+            return
+        hint = "; tables are swept by python -m sweeps.regression or sweeps.classification"
+    except DataError:
+        hint = did_you_mean(str(dataset), known)
+    raise ConfigError("dataset", dataset, f"an image data set: one of {', '.join(known)}, "
+                      f"{catalog.own_data('image')}{hint}")
+
+
 def smoke(spec: SweepSpec) -> SweepSpec:
-    """A tiny version of the same sweep: two values per axis, the first seed or split, one
-    reference and the first competitor (the paper's: SVM-RBF; a user's own is checked too),
-    little data, few epochs (SMOKE)."""
-    axes = {k: tuple(v[:2]) for k, v in spec.axes.items()}
+    """A tiny version of the same sweep: two values per axis (a range stays as it is: the
+    samples are --num-samples), the first seed or split, one reference and the first competitor
+    (the paper's: SVM-RBF; a user's own is checked too), little data, few epochs (SMOKE)."""
+    axes = {k: v if is_range(v) else tuple(v[:2]) for k, v in spec.axes.items()}
     extra = spec.extra_trials[:1]
     return replace(spec, base={**spec.base, **SMOKE[spec.kind]}, axes=axes, extra_trials=extra,
                    reference_lr_factors=spec.reference_lr_factors[:1],

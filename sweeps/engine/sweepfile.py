@@ -5,7 +5,8 @@ SweepOptions (docs/sweeps.md, "Python API and sweep files").
     name: diabetes-width              # default DATASET-GRID (GRID: `grid`, else the file's name)
     dataset: diabetes                 # required; task: the data set's first unless `task`
     grid: demo                        # optional: a built-in grid to start from
-    axes: {n_members: [2, 5], width: [20, 50]}    # any trial setting: a list of values
+    axes: {n_members: [2, 5], width: [20, 50]}    # any trial setting: a list of values,
+    #     or a range for --search optuna|random: {epsilon: uniform(0, 1)} (distributions.py)
     preset: {width: 100}              # the grid's own settings: --set and --smoke replace them
     settings: {epochs: 10}            # as --set: every trial they apply to
     folds: 5
@@ -36,6 +37,7 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.errors import did_you_mean
 from sweeps.engine import options as run_options
+from sweeps.engine.distributions import RANGES, Range, parse_range
 from sweeps.engine.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.runner import SweepOptions, plan
 from sweeps.engine.spaces import Grid, SweepSpec, grid_sweep, image_sweep, smoke
@@ -179,14 +181,18 @@ def checked(definition: dict) -> dict:
     return d
 
 
-def _axis(axis, values) -> list:
-    """An axis' values, checked: a non-empty list, of a setting the models may differ in."""
+def _axis(axis, values) -> list | Range:
+    """An axis' values, checked: a non-empty list, or a range as text (uniform(0, 1), ...:
+    sweeps/engine/distributions.py), of a setting the models may differ in."""
     if axis in NOT_AN_AXIS:
         raise SbfnError(f"axes.{axis}: every model of a sweep is scored on the same data and "
                         f"folds (its end table ranks them together), so {axis} cannot be an "
                         f"axis; {NOT_AN_AXIS[axis]}")
+    if isinstance(values, str):
+        return parse_range(axis, values)
     if not isinstance(values, list) or not values:
-        raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values")
+        raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values, or "
+                        f"a range: {RANGES}")
     values = plain(values)
     if axis == "n_members" and not all(_allowed(COUNT, m) for m in values):
         raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are integers >= 1")

@@ -36,9 +36,9 @@ def _quiet_worker_exit(unraisable) -> None:
 
 def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective: str,
                     gpu_fraction: float = 0.0, threads: int = 1) -> None:
-    """Tune function trainable over one pack: `params` is its Tune config (planned points), whose
-    configurations it runs as planned (sweeps.engine.planning). Never returns a value (Tune's
-    metric lookup).
+    """Tune function trainable over one pack: `params` is its Tune config (planned points, or a
+    sampled sweep's draw, which the plan plans on arrival), whose configurations it runs as
+    planned (sweeps.engine.planning). Never returns a value (Tune's metric lookup).
 
     Pack-mates are independent: a configuration that raises is set aside (its pack-mates go on
     through every fold), and the trial raises its error at the end, so that Tune retries the
