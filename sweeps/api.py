@@ -9,12 +9,15 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
     result.frame                                   # results.parquet: one row per trial, fold, model
     result.result_grid                             # Ray Tune's ResultGrid, one result per trial
     result.best()                                  # the best configuration: settings, CV scores
+    result.best_model()                            # it, refitted: an SBFNRegressor / SBFNClassifier
+    result.export("best-model")                    # saved (and logged to the sweep's MLflow run)
     sweep.resume()                                 # after an interruption: finished folds kept
+    SweepResult.open("results/NAME")               # a finished sweep read back from its directory
 
 The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/sweepfile.py
 translates all three). Everything is checked when the Sweep is made, before Ray starts; a bad
 key or value raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and
-sweep files".
+sweep files"; models from a sweep: docs/models.md (sweeps/engine/export.py).
 """
 
 import json
@@ -30,11 +33,11 @@ from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER, TASKS
 from sweeps.engine import sweepfile
 from sweeps.engine.options import OPTIONS, into_definition
-from sweeps.engine.planning import folds_of, settings_of
+from sweeps.engine.planning import Planned, folds_of, settings_of
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
                                   run_sweep)
-from sweeps.engine.spaces import SweepSpec
-from sweeps.engine.store import RESULTS_FILE
+from sweeps.engine.spaces import OBJECTIVES, SweepSpec
+from sweeps.engine.store import RESULTS_FILE, ResultStore
 from sweeps.engine.sweepfile import grid_file
 from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
 
@@ -86,12 +89,98 @@ class SweepResult:
                          self._folds())
         if not len(means):
             return None
-        sign = -1 if metric in HIGHER_IS_BETTER else 1
-        return self._described(means.loc[(sign * means[metric]).idxmin()], metric)
+        return self._described(means.loc[_best_row(means, metric)], metric)
 
     def _folds(self) -> dict:
         """trial_id -> how many folds it planned."""
         return {c["trial_id"]: len(folds_of(c)) for c in self.plan.configs}
+
+    @classmethod
+    def open(cls, path, objective: str | None = None) -> "SweepResult":
+        """A finished (or stopped) sweep read back from its results directory: its records and
+        its configurations as they give them back (sweeps/engine/export.py); result_grid is
+        None. objective: the model that ranks configurations (default: the task's, sbfn_ls
+        or sbfn; pass the sweep's --objective if it had one)."""
+        from sweeps.engine.export import (ExportError, read_sweep, recorded_configs,
+                                          tracking_store)
+        finished = read_sweep(str(path))
+        models = sorted(set(finished.frame["model"]) - {""})
+        if objective and objective not in models:
+            raise ExportError(f"--objective {objective}: the sweep has no record of the model "
+                              f"{objective}{did_you_mean(objective, models)}; its models: "
+                              f"{', '.join(models)}")
+        configs = recorded_configs(finished.spec, finished.frame)
+        task = finished.spec["task"]
+        return cls(finished.store.location, finished.frame, None, tracking_store(finished),
+                   plan=Planned(_points(configs), configs), objective=objective or
+                   OBJECTIVES[task], task=task)
+
+    def configuration(self, trial_id: str, metric: str | None = None) -> BestConfiguration:
+        """The configuration `trial_id` at the best setting of its objective model (as best()
+        describes the best one); refused where it has no model with every fold ok."""
+        from sweeps.engine.export import ExportError, check_ensemble
+        rows = self._rows_of(trial_id)
+        metric = metric or metric_of(self.task)
+        _check_score(metric, self.task)
+        planned = {c["trial_id"] for c in self.plan.configs}
+        if trial_id in planned:      # not: it failed on every fold, and names no model
+            check_ensemble(self.plan.config({"trial_id": trial_id}))
+            rows = ranked_rows(rows, self.objective)
+        means = cv_means(rows[rows["trial_id"].isin(planned)], TASKS[self.task].scores,
+                         self._folds())
+        if not len(means):
+            raise ExportError(f"{trial_id} has no model with every fold ok "
+                              f"({_why_not(self._rows_of(trial_id))}): choose another "
+                              "configuration (--config)")
+        return self._described(means.loc[_best_row(means, metric)], metric)
+
+    def _rows_of(self, trial_id: str) -> pd.DataFrame:
+        from sweeps.engine.export import ExportError
+        rows = self.frame[self.frame["trial_id"] == trial_id]
+        if not len(rows):
+            keys = list(dict.fromkeys(self.frame["trial_id"]))
+            raise ExportError(f"unknown configuration {trial_id!r}"
+                              f"{did_you_mean(str(trial_id), keys)}; the sweep's: "
+                              f"{', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}")
+        return rows
+
+    def export(self, out, *, config: str | None = None, fold: int | None = None,
+               metric: str | None = None, mlflow: bool = True, mlflow_uri: str | None = None):
+        """Save the best configuration (or `config`, a trial_id) refitted (best_model) to the
+        directory `out`, and log it as an MLflow model under the sweep's run where the sweep
+        had tracking (or to `mlflow_uri`). Returns sweeps.engine.export.Exported; docs/models.md."""
+        from sweeps.engine import export as engine
+        chosen = self._chosen(config, metric)
+        store = ResultStore(self.path)
+        return engine.export(engine.Finished(store, store.read_spec(), self.frame),
+                             chosen.config, chosen.model, chosen.model_params, out, fold,
+                             mlflow_uri or self.tracking_uri, mlflow)
+
+    def best_model(self, save_to=None, *, config: str | None = None, fold: int | None = None,
+                   metric: str | None = None, mlflow: bool = True, mlflow_uri: str | None = None):
+        """The best configuration (best(); or `config`, a trial_id) as a fitted estimator
+        (SBFNRegressor / SBFNClassifier): its recorded settings, its objective model at its best
+        setting as the combiner, refitted on all rows of a cross-validation (the final model)
+        or on the training part of a held-out split or of `fold` (sweeps/engine/export.py).
+        save_to: also save it there and log it to MLflow (export), printing where."""
+        from sweeps.engine.export import refit, report
+        if save_to is not None:
+            exported = self.export(save_to, config=config, fold=fold, metric=metric,
+                                   mlflow=mlflow, mlflow_uri=mlflow_uri)
+            print("\n".join(report(exported)), flush=True)
+            return exported.refit.estimator
+        chosen = self._chosen(config, metric)
+        return refit(chosen.config, chosen.model, chosen.model_params, fold).estimator
+
+    def _chosen(self, config: str | None, metric: str | None) -> BestConfiguration:
+        if config is not None:
+            return self.configuration(config, metric)
+        best = self.best(metric)
+        if best is None:
+            from sweeps.engine.export import ExportError
+            raise ExportError("no configuration of this sweep has every fold ok, so none is "
+                              "the best: name one with --config (config=...)")
+        return best
 
     def _described(self, row: pd.Series, metric: str) -> BestConfiguration:
         point = next(p for p in self.plan.points if p["trial_id"] == row["trial_id"])
@@ -100,6 +189,32 @@ class SweepResult:
                                  json.loads(row["model_params"] or "{}"), metric,
                                  float(row[metric]), scores, int(row["folds"]),
                                  self.plan.config(point))
+
+
+def _best_row(means: pd.DataFrame, metric: str):
+    """The index of the best CV mean of `metric` (lowest error, highest accuracy or R^2)."""
+    sign = -1 if metric in HIGHER_IS_BETTER else 1
+    return (sign * means[metric]).idxmin()
+
+
+def _why_not(rows: pd.DataFrame) -> str:
+    """Why a configuration's rows rank nothing: what is not ok, in a few words."""
+    bad = rows[rows["status"] != "ok"]
+    if not len(bad):
+        return "a fold is missing"
+    row = bad.iloc[0]
+    where = f" on fold {int(row['fold'])}" if pd.notna(row["fold"]) else ""
+    return f"{row['status']}{where}: {str(row.get('error', ''))[:160]}"
+
+
+def _points(configs: list[dict]) -> list[dict]:
+    """Each configuration's point as a plan holds it: the settings that differ between the
+    sweep's ensembles (its axes, as the records give them back) and the seed."""
+    ensembles = [c for c in configs if c["extra"].get("role") == "ensemble"] or configs
+    axes = [k for k in ensembles[0] if k not in ("trial_id", "sweep", "extra")
+            and len({json.dumps(c.get(k), default=str) for c in ensembles}) > 1]
+    return [{**{k: c[k] for k in (*axes, "seed") if k in c}, "trial_id": c["trial_id"]}
+            for c in configs]
 
 
 def _check_score(metric: str, task: str) -> None:

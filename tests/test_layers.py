@@ -91,4 +91,5 @@ def test_the_sweeps_engine_imports_no_command():
     assert not upward, upward
     commands = {p.stem for p in (ROOT / "sweeps").glob("*.py")}
     assert commands <= {"__init__", "__main__", "api", "appendix", "cifar10", "classification",
-                        "cleanup", "demo", "fashion_mnist", "mnist", "regression", "relog"}
+                        "cleanup", "demo", "export", "fashion_mnist", "images", "mnist",
+                        "regression", "relog"}

@@ -261,7 +261,8 @@ def flag_mentions(path: pathlib.Path):
 # Flags of other programs that the code passes or quotes, and the program, which the same
 # statement names.
 FOREIGN = {"--head": "ray", "--short": "git", "--backend-store-uri": "mlflow", "--host": "mlflow",
-           "--port": "mlflow", "--default-artifact-root": "mlflow", "--version": "argparse"}
+           "--port": "mlflow", "--default-artifact-root": "mlflow", "--version": "argparse",
+           "--env-manager": "mlflow"}
 
 
 def test_every_flag_a_message_names_exists(parsers):

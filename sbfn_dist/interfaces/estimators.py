@@ -3,6 +3,7 @@
     reg = SBFNRegressor(combiner="g2").fit(X, y)        # X (N, d)
     clf = SBFNClassifier().fit(X, y)                     # X (N, d), (N, H, W) or (N, C, H, W)
     reg.predict(X_new); clf.predict(X_new); clf.predict_proba(X_new)
+    reg.save("my-model"); SBFNRegressor.load("my-model")    # docs/models.md
 
 fit runs one fold of run_trial's loop with all of X as its training part and the estimator's one
 combiner as the trial's combiners:
@@ -42,6 +43,7 @@ from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.data.splits import validation_part
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.experiment import Fold
+from sbfn_dist.interfaces import saved
 from sbfn_dist.learners.cnn import MIN_SIZE
 from sbfn_dist.learners.training import CNNConfig, TrainingDiverged
 from sbfn_dist.runtime import resolve_device
@@ -111,6 +113,18 @@ class _SBFNEstimator(BaseEstimator):
                                    f"lr={cfg.lr}; try a smaller lr{hint}")
         [(_, _, model, _)] = ens.fit(members)
         return members, model
+
+    def save(self, path):
+        """Write the fitted estimator to the directory `path`: settings as text, weights as
+        tensors that load without running code (sbfn_dist.interfaces.saved, docs/models.md).
+        Returns the path."""
+        return saved.save(self, path)
+
+    @classmethod
+    def load(cls, path, *, trust_plugins: bool = False):
+        """The estimator of this class saved at `path`, fitted; it predicts as the saved one
+        did. trust_plugins: see sbfn_dist.interfaces.saved.load."""
+        return saved.load(path, trust_plugins=trust_plugins, expect=cls)
 
 
 def _trial_config(s: dict, task: str) -> TrialConfig:
@@ -315,7 +329,11 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
       images (N, H, W) or (N, C, H, W), H, W >= 4: `n_members` CNNs (`ensemble`: an
         architecture or a mix, "Deep Base Learners"; `optimizer`, `momentum` for sgd,
         `weight_decay`) trained by Algorithm 2 without augmentation. Pixels are standardised
-        per channel; predict refuses images of another shape.
+        per channel; predict refuses images of another shape. Your images in class folders
+        (or an npz of arrays x, y) load with
+        `sbfn_dist.data.images.load_images("folder:PATH", image_size=N)`: its `.x`
+        (N, C, H, W) and `.y` (class codes; `.classes` their names) are X and y
+        (docs/image-data.md, "Your own images").
     Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs, batch_size and
     combiner None (the default) means the default of sbfn_dist.settings.fields for the data
     kind fit sees (`fields.defaults("classification", "image", estimator=True)` for images).

@@ -1,0 +1,326 @@
+"""Models from a sweep (sweeps/engine/export.py, docs/models.md): a tiny finished sweep's
+configurations read back from its records exactly as planned; its best one exported, refitted
+on all rows or on fold K, whose test score is the record's; logged to the sweep's MLflow run,
+opened by mlflow.pyfunc and served by `mlflow models serve`, whose HTTP answers are the
+in-process estimator's; bad input is one line naming the fix."""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_digits
+
+from sbfn_dist.evaluation.metrics import regression_metrics
+from sbfn_dist.experiment import load_data, make_parts, run_trial
+from sbfn_dist.interfaces.estimators import SBFNRegressor
+from sbfn_dist.settings.config import TrialConfig
+from sweeps import Sweep, SweepResult
+from sweeps.engine.export import SavedSBFN, check_recorded, read_sweep, recorded_configs, refit
+from sweeps.engine.planning import trial_key
+from sweeps.export import main as export_main
+from sweeps.tools.mlflow_server import healthy
+from tests.conftest import a_ray
+
+pytestmark = pytest.mark.timeout(900)
+
+# Bundled diabetes, 80 rows, 2 folds, 1 epoch of M = 2 (epsilon 0 and 0.35, trained as one
+# pack), the M = 1 references and ridge as a competitor, logged to the sweep's sqlite store.
+# float64 members: a pack equals its sets trained alone to ~1e-15 (float32: ~1e-7).
+TINY = {"name": "tiny", "dataset": "diabetes", "folds": 2, "competitors": ["ridge"],
+        "axes": {"n_members": [2], "epsilon": [0.0, 0.35]},
+        "settings": {"n_samples": 80, "epochs": 1, "dtype": "float64"},
+        "resources": {"num_cpus": 2}}
+EXACT = 1e-9          # relative: float64 rounding, far below what another fold's rows change
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """(the Sweep, its SweepResult, its results directory)."""
+    sweep = Sweep.from_dict({**TINY, "storage": str(tmp_path_factory.mktemp("export"))})
+    with a_ray(), contextlib.redirect_stdout(io.StringIO()):
+        result = sweep.run()
+    return sweep, result, Path(result.path)
+
+
+def export(*argv) -> tuple[int, str, str]:
+    """python -m sweeps.export ARGV, in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = export_main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def planned(sweep) -> dict:
+    return {c["trial_id"]: c for c in sweep.trials()}
+
+
+def fold_part(config: dict, fold: int):
+    """(the data, fold's training rows, its test rows), by the trial's own loader and splitter."""
+    cfg = TrialConfig(config)
+    data = load_data(cfg)
+    train, test = make_parts(cfg, data)[fold]
+    return data, train, test
+
+
+def table(data, rows) -> pd.DataFrame:
+    return pd.DataFrame(data.X[rows], columns=list(data.feature_names))
+
+
+def recorded(root: Path, best, fold: int) -> dict:
+    """The record of the best configuration's model and setting on `fold`."""
+    t = pd.read_parquet(root / "results.parquet")
+    row = t[(t["trial_id"] == best.trial_id) & (t["fold"] == fold) & (t["model"] == best.model)
+            & (t["model_params"] == json.dumps(best.model_params))]
+    [record] = row.to_dict("records")
+    return record
+
+
+def manifest(path: Path) -> dict:
+    return json.loads((path / "manifest.json").read_text())
+
+
+# ------------------------------------------------------------------------- configs and refits
+def test_the_records_give_back_every_configuration_as_planned(finished):
+    sweep, result, root = finished
+    found = read_sweep(str(root))
+    rebuilt = {c["trial_id"]: c for c in recorded_configs(found.spec, found.frame)}
+    assert rebuilt == planned(sweep)
+
+
+def test_fold_k_s_export_scores_fold_k_s_test_rows_as_recorded(finished, tmp_path):
+    sweep, result, root = finished
+    best = result.best()
+    code, out, err = export(root, "--fold", 1, "--out", tmp_path / "m", "--no-mlflow")
+    assert code == 0, err
+    model = SBFNRegressor.load(tmp_path / "m")
+    source = manifest(tmp_path / "m")["source"]
+    assert (source["trial_id"], source["model"], source["fold"]) == (best.trial_id, best.model, 1)
+    data, train, test = fold_part(planned(sweep)[best.trial_id], 1)
+    assert source["n_rows"] == len(train)
+    rmse = regression_metrics(data.y[test], model.predict(table(data, test)))["rmse"]
+    assert rmse == pytest.approx(recorded(root, best, 1)["rmse"], rel=EXACT)
+    assert f"(recorded {recorded(root, best, 1)['rmse']:.6g})" in out
+
+
+def test_the_default_export_is_the_best_configuration_on_all_rows(finished, tmp_path):
+    sweep, result, root = finished
+    best = result.best()
+    code, out, err = export(root, "--out", tmp_path / "m", "--no-mlflow")
+    assert code == 0, err
+    source = manifest(tmp_path / "m")["source"]
+    assert (source["trial_id"], source["model"], source["model_params"], source["fold"]) == \
+        (best.trial_id, best.model, best.model_params, None)
+    assert source["n_rows"] == TINY["settings"]["n_samples"]
+    data, _, test = fold_part(planned(sweep)[best.trial_id], 0)
+    exported = SBFNRegressor.load(tmp_path / "m").predict(table(data, test))
+    assert np.array_equal(result.best_model().predict(table(data, test)), exported)
+    assert SweepResult.open(root).best().trial_id == best.trial_id
+
+
+def test_the_m1_reference_exports_as_its_one_network(finished, tmp_path):
+    """A configuration named by --config: the M = 1 reference's model is the arithmetic
+    combiner, which has no lambda2 (its config holds the sweep's path of them)."""
+    sweep, _, root = finished
+    reference = next(k for k, c in planned(sweep).items() if c["extra"]["role"] == "reference")
+    code, _, err = export(root, "--config", reference, "--out", tmp_path / "m", "--no-mlflow")
+    assert code == 0, err
+    model = SBFNRegressor.load(tmp_path / "m")
+    assert (model.n_members, model.combiner) == (1, "arithmetic")
+
+
+def test_a_whole_number_planned_as_an_integer_is_read_back_by_the_key(finished):
+    """Records hold epsilon 0 as 0.0 when the column has other floats; the trial_id's digest
+    says whether the plan had the integer (epsilon: [0, 0.35] in a sweep file)."""
+    sweep, result, root = finished
+    config = next(c for c in planned(sweep).values() if c.get("epsilon") == 0.0
+                  and c["extra"]["role"] == "ensemble")
+    key = trial_key(TrialConfig({**config, "epsilon": 0}), {})
+    rows = result.frame[result.frame["trial_id"] == config["trial_id"]]
+    found = check_recorded({**config, "trial_id": f"M2_eps0_s0_{key}"}, rows)
+    assert found["epsilon"] == 0 and type(found["epsilon"]) is int
+    assert type(check_recorded(config, rows)["epsilon"]) is float
+
+
+def test_a_classification_fold_is_refitted_as_its_trial_ran():
+    """No sweep needed: a trial's fold and the export's refit of it, on iris; the classes come
+    back by name."""
+    config = TrialConfig.from_dict(dict(
+        dataset="iris", folds=3, fold=1, seed=1, n_members=3, epochs=2, dtype="float64",
+        combiners=["logit_mean"], device="cpu", trial_id="t", sweep="s")).to_dict()
+    [record] = run_trial(config)
+    made = refit(config, "logit_mean", {}, 1)
+    assert made.scores == pytest.approx({s: record[s] for s in ("accuracy", "nll", "ece")},
+                                        rel=EXACT)
+    assert list(made.estimator.classes_) == ["setosa", "versicolor", "virginica"]
+    pyfunc = SavedSBFN()           # what the MLflow model answers: the label and each class's p
+    pyfunc.model = made.estimator
+    answer = pyfunc.predict(None, made.example)
+    assert list(answer.columns) == ["label", "p_setosa", "p_versicolor", "p_virginica"]
+    assert list(answer["label"]) == list(made.estimator.predict(made.example))
+
+
+def test_an_image_split_trains_on_its_training_and_validation_images(tmp_path):
+    """Image trials hold out a test part per split; the export trains on the rest."""
+    X, y = load_digits(return_X_y=True)
+    np.savez(tmp_path / "digits.npz", x=(X[:300].reshape(-1, 8, 8) * 16).astype(np.uint8),
+             y=y[:300])
+    config = TrialConfig.from_dict(dict(
+        dataset=f"npz:{tmp_path / 'digits.npz'}", folds=2, n_test=60, n_members=2, epochs=1,
+        ensemble="cnn", combiners=["sbfn_stacked"], device="cpu", trial_id="t")).to_dict()
+    made = refit(config, "sbfn_stacked", {}, None)
+    split = make_parts(TrialConfig(config), load_data(TrialConfig(config)))[0]
+    assert made.fold == 0 and made.n_rows == len(split.train) + len(split.val) == 240
+    assert set(made.estimator.classes_) == {str(c) for c in range(10)}
+
+
+# ------------------------------------------------------------------------- MLflow and serving
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(uri: str, tracking_uri: str, log: Path):
+    """`mlflow models serve` of `uri` on a free port of 127.0.0.1 until the block ends; yields
+    the port once /health answers."""
+    port = free_port()
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri,
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}   # uvicorn, by name
+    command = [str(bin_dir / "mlflow"), "models", "serve", "-m", uri, "--env-manager", "local",
+               "-h", "127.0.0.1", "-p", str(port)]
+    with open(log, "w") as out:
+        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not healthy(port) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert healthy(port), f"the model server did not come up:\n{log.read_text()[-3000:]}"
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)      # its own session: mlflow and its uvicorn
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def invocations(port: int, frame: pd.DataFrame) -> np.ndarray:
+    body = json.dumps({"dataframe_split": {"columns": list(frame.columns),
+                                           "data": frame.to_numpy().tolist()}}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body,
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        return np.asarray(json.loads(reply.read())["predictions"], dtype=float)
+
+
+def test_the_logged_model_is_served_with_the_estimator_s_and_the_record_s_answers(
+        finished, tmp_path, monkeypatch):
+    import mlflow
+    sweep, result, root = finished
+    best = result.best()
+    code, out, err = export(root, "--fold", 1, "--out", tmp_path / "m")
+    assert code == 0, err
+    [uri] = [w.rstrip(",") for w in out.split() if w.startswith("models:/")][:1]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", result.tracking_uri)
+
+    client = mlflow.MlflowClient()
+    experiment = client.get_experiment_by_name("tiny")
+    [parent] = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
+    logged = client.get_logged_model(uri.removeprefix("models:/"))
+    assert (logged.experiment_id, logged.source_run_id) == (experiment.experiment_id,
+                                                           parent.info.run_id)
+    assert logged.model_id in [m.model_id for m in client.get_run(
+        parent.info.run_id).outputs.model_outputs]
+    assert parent.info.status == "FINISHED"          # the sweep's run, left as it was
+
+    data, _, test = fold_part(planned(sweep)[best.trial_id], 1)
+    rows = table(data, test)
+    estimator = SBFNRegressor.load(tmp_path / "m")
+    pyfunc = mlflow.pyfunc.load_model(uri)
+    assert pyfunc.metadata.get_input_schema().input_names() == list(data.feature_names)
+    assert np.array_equal(pyfunc.predict(rows), estimator.predict(rows))
+
+    with served(uri, result.tracking_uri, tmp_path / "serve.log") as port:
+        answered = invocations(port, rows)
+    assert answered == pytest.approx(estimator.predict(rows), rel=1e-15)   # JSON: exact repr
+    rmse = regression_metrics(data.y[test], answered)["rmse"]
+    assert rmse == pytest.approx(recorded(root, best, 1)["rmse"], rel=EXACT)
+
+
+# ------------------------------------------------------------------------- refusals
+def a_copy(root: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("tune", "mlartifacts"))
+    return copy
+
+
+def diverge(root: Path, trial_id: str, fold: int) -> None:
+    """Mark a configuration's rows of one fold diverged, as a member divergence writes them."""
+    t = pd.read_parquet(root / "results.parquet")
+    mine = (t["trial_id"] == trial_id) & (t["fold"] == fold)
+    t.loc[mine, ["status", "error"]] = ["diverged", "nan loss"]
+    t.loc[mine, "rmse"] = np.nan
+    t.to_parquet(root / "results.parquet")
+
+
+def test_bad_input_is_one_line_naming_the_fix(finished, tmp_path):
+    sweep, result, root = finished
+    best = result.best()
+    competitor = next(k for k in planned(sweep) if k.startswith("ridge"))
+    copy = a_copy(root, tmp_path)
+    diverge(copy, best.trial_id, 1)
+    cases = {(tmp_path / "nothing",): "holds no sweep (no sweep.json)",
+             (root, "--config", "M2_eps0_s0"): "unknown configuration 'M2_eps0_s0' (did you mean",
+             (root, "--config", competitor): "is a competitor trial (ridge)",
+             (root, "--fold", 2): "ran folds 0, 1",
+             (root, "--objective", "sbfn_rbf"): "no record of the model sbfn_rbf",
+             (copy, "--config", best.trial_id): f"{best.trial_id} has no model with every fold ok "
+                                                "(diverged on fold 1: nan loss)"}
+    (tmp_path / "nothing").mkdir()
+    for argv, message in cases.items():
+        code, out, err = export(*argv, "--out", tmp_path / "out", "--no-mlflow")
+        assert (code, out) == (2, ""), (argv, out)
+        assert err.startswith("error: ") and err.count("\n") == 1 and message in err, (argv, err)
+        assert not (tmp_path / "out").exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("a user's file")
+    code, _, err = export(root, "--out", tmp_path / "mine", "--no-mlflow")
+    assert code == 2 and "holds no saved model: save to a new or empty directory" in err
+    code, _, err = export(copy, "--out", tmp_path / "out", "--no-mlflow")
+    assert code == 0, err            # the best of the others, the diverged one unranked
+    assert manifest(tmp_path / "out")["source"]["trial_id"] != best.trial_id
+
+
+def test_without_a_tracking_store_the_export_says_how_to_log_it(finished, tmp_path):
+    _, _, root = finished
+    copy = a_copy(root, tmp_path)
+    (copy / "mlflow.db").unlink()
+    code, out, err = export(copy, "--out", tmp_path / "m")
+    assert code == 0, err
+    assert "not logged to MLflow" in out and "pass --mlflow-uri URI" in out
+    assert (tmp_path / "m" / "manifest.json").exists()
+
+
+def test_a_password_in_the_tracking_uri_is_never_printed_or_stored(finished, tmp_path):
+    _, _, root = finished
+    code, out, err = export(root, "--out", tmp_path / "m", "--mlflow-uri",
+                            f"http://someone:s3cret@127.0.0.1:{free_port()}")
+    assert code == 1 and "not logged to MLflow" in out, out + err
+    assert "s3cret" not in out + err
+    assert "s3cret" not in (tmp_path / "m" / "manifest.json").read_text()
