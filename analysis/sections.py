@@ -211,7 +211,8 @@ IMAGE_FIGURES = (
      "against the diversity parameter ε, per combiner.",
      lambda sub, p: figures.accuracy_by(sub, "epsilon", "ε (diversity parameter)", p)),
     ("accuracy_by_mix", "accuracy by architecture mix", "Mean test accuracy and its 95% interval "
-     "across splits per architecture mix (heterogeneous 'mixed' vs homogeneous) and combiner.",
+     "across splits per architecture mix (heterogeneous: 'mixed' or a list of different "
+     "architectures; homogeneous: one kind) and combiner.",
      figures.accuracy_by_architecture),
     ACCURACY_VIOLIN,
     ("time_vs_accuracy", "training time vs accuracy", "Each configuration's mean training time "

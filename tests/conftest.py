@@ -93,6 +93,17 @@ def pytest_xdist_make_scheduler(config, log):
     return FileGroups(config, log)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_ray_left_behind():
+    """Each test file starts without a Ray in its process: a sweep leaves the Ray it started
+    running (as a notebook would want), and under `make test` the next file in this process
+    would find it (the "Ray not started" checks of bad input, a file's own ray.init)."""
+    yield
+    import sys
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        sys.modules["ray"].shutdown()
+
+
 @contextlib.contextmanager
 def a_ray():
     """The Ray this process runs (a test file's own), else a local one of 2 CPUs for the block,

@@ -76,13 +76,15 @@ BAD = [   # (case, arguments, what the one line says)
 @pytest.mark.parametrize("argv, says", [pytest.param(a, s, id=c) for c, a, s in BAD])
 def test_bad_input_is_one_line_before_ray_starts(argv, says, folder, tmp_path, capsys):
     import ray
+    ray_before = ray.is_initialized()      # an earlier test file's Ray in this process
     named = lambda text: text.replace("{tmp}", str(tmp_path)).replace("{folder}", str(folder))
     code = main_for(ANY, [*map(named, argv), *SMALL, "--smoke", "--no-mlflow", "--storage",
                           str(tmp_path / "results")])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 2 and all(named(part) in err for part in says), err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert not ray.is_initialized() and not list(tmp_path.rglob("results.parquet"))
+    assert " on a local Ray" not in out and ray.is_initialized() == ray_before
+    assert not list(tmp_path.rglob("results.parquet"))
 
 
 # ------------------------------------------------------------------ ensembles given as lists
@@ -93,6 +95,19 @@ def test_a_list_is_one_value_of_the_ensemble_axis_from_the_command_and_from_a_fi
     from_file = Sweep.from_dict({"dataset": "digits", "folds": 1, "axes": {
         "n_members": [2], "epsilon": [0.2], "ensemble": ["cnn", ["simple_cnn", BN_NET]]}})
     assert without_keys(from_file.trials()) == without_keys(command)
+    # the same readable trial ids (the hash holds the sweep's name too): a list's mix is named
+    labels = [[c["trial_id"].rsplit("_", 1)[0] for c in cs] for cs in (from_file.trials(), command)]
+    assert labels[0] == labels[1] and labels[0][1].startswith(f"simple_cnn,{BN_NET}_M2")
+
+
+def test_a_preset_of_an_axis_is_refused_not_ignored():
+    """The image grid crosses ensemble kinds: a preset ensemble was silently dropped."""
+    with pytest.raises(SbfnError) as refused:
+        Sweep.from_dict({"dataset": "digits", "folds": 1, "axes": {"n_members": [2]},
+                         "preset": {"ensemble": "cnn"}})
+    message = str(refused.value)
+    assert "preset.ensemble: every trial takes ensemble from the grid's axis" in message
+    assert "axes: {ensemble: [VALUE]}" in message and "\n" not in message
 
 
 def test_a_list_given_as_a_setting_is_refused_in_one_line_not_crossed():

@@ -355,7 +355,8 @@ def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kin
             raise ConfigError(key, value, "a setting some trial of this sweep takes from the "
                               "shared settings, but every trial it applies to sets its own (a "
                               "grid axis, the seeds, the reference); change the grid instead "
-                              "(e.g. --members, --epsilons, --seeds, --splits)")
+                              "(--members, --epsilons, --ensembles, --seeds, --splits, or a sweep "
+                              "file's axes)")
         raise ConfigError(key, value, f"a setting that applies to some trial of this sweep; it "
                           f"applies only to {config_field(key).where} (this sweep: {kind}); "
                           "leave it out")

@@ -245,7 +245,7 @@ def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = 
                                  "epsilon": epsilons})
     # The kinds of one (M, ε) run side by side: a sweep stopped early (or a GPU session's share
     # of one) has compared the mixed ensemble with the homogeneous ones wherever it got to.
-    return SweepSpec(grid=dataset, dataset=dataset, base=base, axes=axes,
+    return SweepSpec(grid=catalog.short_name(dataset), dataset=dataset, base=base, axes=axes,
                      repeat_axis={"fold": tuple(range(splits))}, innermost="ensemble")
 
 

@@ -36,6 +36,7 @@ import yaml
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.errors import did_you_mean
+from sbfn_dist.settings.fields import MEMBER_SEPARATOR
 from sweeps.engine import options as run_options
 from sweeps.engine.distributions import RANGES, Range, parse_range
 from sweeps.engine.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
@@ -171,7 +172,8 @@ def checked(definition: dict) -> dict:
         d["resources"] = _known(d["resources"], RESOURCE_KEYS, "resources.")
     if "dataset" not in d:
         raise SbfnError("'dataset' is missing: name the data set to sweep (one of "
-                        f"{', '.join(catalog.CATALOG)}, or csv:PATH)")
+                        f"{', '.join(catalog.CATALOG)}, a table as csv:PATH, or your images: "
+                        f"{catalog.own_data('image')})")
     d["axes"] = {axis: _axis(axis, values) for axis, values in d.get("axes", {}).items()}
     d["settings"] = plain(d.get("settings", {}))
     d["preset"] = plain(d.get("preset", {}))
@@ -194,6 +196,9 @@ def _axis(axis, values) -> list | Range:
         raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values, or "
                         f"a range: {RANGES}")
     values = plain(values)
+    if axis == "ensemble":      # a mix given as a list: the text `--ensembles a+b` gives too
+        values = [MEMBER_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v
+                  for v in values]
     if axis == "n_members" and not all(_allowed(COUNT, m) for m in values):
         raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are integers >= 1")
     return values
@@ -255,9 +260,13 @@ def _spec(d: dict, label: str | None) -> SweepSpec:
 def grid_of(d: dict, start: Grid) -> Grid:
     """`start` with a checked sweep's grid keys: its axes and preset join the start's (a value
     given replaces the start's), its other grid keys replace the start's."""
-    return replace(start, axes={**start.axes, **d.get("axes", {})},
+    grid = replace(start, axes={**start.axes, **d.get("axes", {})},
                    preset={**start.preset, **d.get("preset", {})},
                    **{k: d[k] for k in GRID_KEYS if k in d and k not in ("axes", "preset")})
+    for key in sorted(grid.preset.keys() & grid.axes.keys()):
+        raise SbfnError(f"preset.{key}: every trial takes {key} from the grid's axis, so this "
+                        f"value would be ignored; give it as axes: {{{key}: [VALUE]}}")
+    return grid
 
 
 # The shipped grids (package data), one folder per command that takes them: sweeps.regression's
