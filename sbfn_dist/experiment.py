@@ -67,10 +67,14 @@ def run_trial(config) -> list[dict]:
     return _run_pack([_resolved(config)])[0]
 
 
-def run_trials(configs) -> list[list[dict]]:
+def run_trials(configs, keep=None) -> list[list[dict]]:
     """Several trials' records, each list what run_trial(config) returns. Tabular trials that
     agree on pack_key train their members as one stack per fold (a pack: members.train_mlp_pack),
-    which equals training them one after another up to floating-point rounding."""
+    which equals training them one after another up to floating-point rounding.
+
+    keep(cfg, fold, members, name, params, model), if given, sees every fitted combiner setting
+    as it is scored: the one way a fold's trained state leaves the loop (a sweep's
+    --keep-models)."""
     cfgs = [_resolved(c) for c in configs]
     groups: dict = {}
     for i, cfg in enumerate(cfgs):
@@ -78,7 +82,7 @@ def run_trials(configs) -> list[list[dict]]:
         groups.setdefault(("alone", i) if key is None else key, []).append(i)
     out = [None] * len(cfgs)
     for members in groups.values():
-        for i, recs in zip(members, _run_pack([cfgs[i] for i in members])):
+        for i, recs in zip(members, _run_pack([cfgs[i] for i in members], keep)):
             out[i] = recs
     return out
 
@@ -122,7 +126,7 @@ def _resolved(config) -> TrialConfig:
     return TrialConfig({**cfg.to_dict(), **chosen})
 
 
-def _run_pack(cfgs: list) -> list[list[dict]]:
+def _run_pack(cfgs: list, keep=None) -> list[list[dict]]:
     """Trials of one pack_key (or one trial): per fold, one preparation of the parts, one
     member training for all, then each trial's combiners, competitors and records."""
     first = cfgs[0]
@@ -139,7 +143,7 @@ def _run_pack(cfgs: list) -> list[list[dict]]:
         for cfg, ens, recs in zip(cfgs, ensembles, out):
             base = records.base(cfg.to_dict(), k, fold.info)
             if ens:
-                recs += ensemble_records(cfg, fold, base, ens, next(trained))
+                recs += ensemble_records(cfg, fold, base, ens, next(trained), keep)
             for name in cfg.get("competitors", ()):
                 recs += competitor_records(cfg, name, fold, base)
     return out
@@ -256,9 +260,9 @@ def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
 
 # ------------------------------------------------------------------------- the ensemble
 def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
-                     members=None) -> list[dict]:
+                     members=None, keep=None) -> list[dict]:
     """Every combiner setting's record on one fold; `ens` and `members` when a pack trained
-    them (run_trials), else the members train here."""
+    them (run_trials), else the members train here. keep: see run_trials."""
     config = cfg.to_dict()
     row = lambda name: records.for_model(base, config, name, "sbfn")  # noqa: E731
     ens = ens or ENSEMBLES[cfg.task](cfg, fold)
@@ -276,6 +280,8 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
         pred = ens.predict(model, test)
         eval_seconds = member_eval + time.perf_counter() - start
         scores = fold.score(pred)
+        if keep is not None:
+            keep(cfg, fold, members, name, params, model)
         bad = "" if np.isfinite(pred).all() else "combiner predictions are not finite"
         out.append(records.scored(
             {**row(name), **shared}, params, scores, bad,

@@ -30,10 +30,11 @@ import pyarrow.parquet as pq
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import did_you_mean
 from sbfn_dist.settings.records import metric_of
-from sbfn_dist.settings.tasks import HIGHER_IS_BETTER, TASKS
+from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine import sweepfile
 from sweeps.engine.options import OPTIONS, into_definition
 from sweeps.engine.planning import Planned, folds_of, settings_of
+from sweeps.engine.ranking import best_row as _best_row, cv_means, ranked_rows  # noqa: F401
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
                                   run_sweep)
 from sweeps.engine.spaces import OBJECTIVES, SweepSpec
@@ -161,7 +162,8 @@ class SweepResult:
         """The best configuration (best(); or `config`, a trial_id) as a fitted estimator
         (SBFNRegressor / SBFNClassifier): its recorded settings, its objective model at its best
         setting as the combiner, refitted on all rows of a cross-validation (the final model)
-        or on the training part of a held-out split or of `fold` (sweeps/engine/export.py).
+        or on the training part of a held-out split or of `fold` -- or, where the sweep kept
+        that fold's model (--keep-models best), that model itself (sweeps/engine/export.py).
         save_to: also save it there and log it to MLflow (export), printing where."""
         from sweeps.engine.export import refit, report
         if save_to is not None:
@@ -170,7 +172,8 @@ class SweepResult:
             print("\n".join(report(exported)), flush=True)
             return exported.refit.estimator
         chosen = self._chosen(config, metric)
-        return refit(chosen.config, chosen.model, chosen.model_params, fold).estimator
+        return refit(chosen.config, chosen.model, chosen.model_params, fold,
+                     ResultStore(self.path)).estimator
 
     def _chosen(self, config: str | None, metric: str | None) -> BestConfiguration:
         if config is not None:
@@ -189,12 +192,6 @@ class SweepResult:
                                  json.loads(row["model_params"] or "{}"), metric,
                                  float(row[metric]), scores, int(row["folds"]),
                                  self.plan.config(point))
-
-
-def _best_row(means: pd.DataFrame, metric: str):
-    """The index of the best CV mean of `metric` (lowest error, highest accuracy or R^2)."""
-    sign = -1 if metric in HIGHER_IS_BETTER else 1
-    return (sign * means[metric]).idxmin()
 
 
 def _why_not(rows: pd.DataFrame) -> str:
@@ -223,30 +220,6 @@ def _check_score(metric: str, task: str) -> None:
         raise ValueError(f"SweepResult.best: unknown metric {metric!r}"
                          f"{did_you_mean(str(metric), scores)}; a {task} sweep's scores: "
                          f"{', '.join(scores)}")
-
-
-def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
-    """The scored rows that rank configurations: the ensembles' (a sweep of competitors only:
-    theirs), of the objective model where they have it (else every model, as the trials'
-    running means fall back to their best)."""
-    if not len(frame):
-        return frame
-    rows = frame[frame["status"] == "ok"]
-    if "role" in rows and (rows["role"] == "ensemble").any():
-        rows = rows[rows["role"] == "ensemble"]
-    return rows[rows["model"] == objective] if (rows["model"] == objective).any() else rows
-
-
-def cv_means(rows: pd.DataFrame, scores: tuple, planned: dict) -> pd.DataFrame:
-    """The mean of each score over the folds of each (configuration, model, setting) that has
-    every fold its configuration planned (trial_id -> folds); `folds`: how many."""
-    if not len(rows):
-        return pd.DataFrame()
-    grouped = rows.groupby(["trial_id", "model", "model_params"])
-    means = grouped[[s for s in scores if s in rows]].mean()
-    means["folds"] = grouped["fold"].nunique()
-    means = means.reset_index()
-    return means[means["folds"] == means["trial_id"].map(planned)]
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def values(data_dir: str) -> dict:
             "pack": "off", "storage": "elsewhere", "name": "named", "mlflow_uri":
             "http://127.0.0.1:5000", "mlflow": False, "verbose": True, "smoke": True,
             "data_dir": data_dir, "search": "optuna", "num_samples": 7, "search_seed": 3,
-            "objective": "sbfn_ls", "settings": {"epochs": 3}}
+            "objective": "sbfn_ls", "keep_models": "best", "settings": {"epochs": 3}}
 
 
 def as_flags(given: dict) -> list[str]:

@@ -502,6 +502,30 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         return self.classes_[proba.argmax(1)]
 
 
+# ------------------------------------------------------------------------- from a trial
+def estimator_for(config: dict, combiner: str, combiner_params: dict, random_state: int):
+    """The task's estimator, unfitted, with a trial config's settings and `combiner` at
+    `combiner_params` (the trial's lambda2 path becomes that setting's one value)."""
+    cls = SBFNRegressor if config["task"] == "regression" else SBFNClassifier
+    params = {n: config[n] for n in cls().get_params() if n in config and n != "lambda2"}
+    params.update(combiner=combiner, random_state=random_state)
+    if "lambda2" in combiner_params:
+        params["lambda2"] = combiner_params["lambda2"]
+    return cls(**params)
+
+
+def regressor_from_fold(config: dict, combiner: str, combiner_params: dict, fold: Fold,
+                        members, model) -> SBFNRegressor:
+    """The SBFNRegressor that one fold of a regression trial trained (run_trials' `keep`): its
+    settings `config`, the fold's scaler and seed, its trained `members` and the combiner `model`
+    fitted on them at `combiner_params`. Fitted as fit leaves an estimator and trained by the
+    same loop, so it predicts the fold's test rows exactly as the trial's record scored them."""
+    estimator = estimator_for(config, combiner, combiner_params, fold.seed)
+    estimator.scaler_, estimator.members_, estimator.combiner_ = fold.scaler, members, model
+    estimator.n_features_in_ = fold.x_train.shape[1]
+    return estimator
+
+
 def _constraint(name: str):
     """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
     is one value here, and the combiner one of COMBINERS of the estimator's task."""

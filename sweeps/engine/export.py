@@ -5,7 +5,10 @@
 
     RESULTS (sweep.json + records) -> each configuration's full config (recorded_configs)
       -> the configuration (SweepResult.best, or --config) and its model's best setting
-      -> refit: SBFNRegressor / SBFNClassifier with the recorded settings, the model as the
+      -> kept: fold K's model as the trial fitted it, where the sweep ran with
+         --keep-models best and K is the best configuration's (<results>/models/, engine/
+         trainable.py): nothing trains, and its test predictions are the record's exactly
+      -> else refit: SBFNRegressor / SBFNClassifier with the recorded settings, the model as the
          combiner and that setting, fitted on the trial's own rows (one fold of run_trial's
          loop, sbfn_dist.interfaces.estimators), seeded as the trial seeded that fold
       -> DIR (sbfn_dist.interfaces.saved) -> an MLflow pyfunc model under the sweep's run
@@ -35,13 +38,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.fs as pafs
 
 from sbfn_dist.data.splits import fixed_split
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
 from sbfn_dist.experiment import load_data, make_parts
 from sbfn_dist.interfaces import saved
-from sbfn_dist.interfaces.estimators import COMBINERS, SBFNClassifier, SBFNRegressor
+from sbfn_dist.interfaces.estimators import COMBINERS, estimator_for
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
@@ -51,9 +55,9 @@ from sweeps.engine.environment import values_while
 from sweeps.engine.next_steps import console_script, interpreter
 from sweeps.engine.planning import trial_key
 from sweeps.engine.store import RESULTS_FILE, ResultStore
+from sweeps.engine.trainable import KEPT, copy_directory, kept_dir
 from sweeps.engine.tracking_uri import hide, login, mask
 
-ESTIMATORS = {"regression": SBFNRegressor, "classification": SBFNClassifier}
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where
 # the planned config asked for them: the plan's value is the sweep's shared one, or the default.
 RESOLVED = ("device", "precision", "step_engine")
@@ -210,36 +214,81 @@ class Refit:
     what: str                    # the rows, in words
     scores: dict = field(default_factory=dict)     # on the held-out rows, where there are some
     example: object = None       # a few training rows, for the MLflow model's input example
+    how: str = "refitted"        # or "kept": the sweep's own fitted model (--keep-models best)
 
 
-def refit(config: dict, model: str, model_params: dict, fold: int | None = None) -> Refit:
-    """The configuration's `model` at `model_params`, refitted by the estimators on its rows."""
+def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
+          store: ResultStore | None = None) -> Refit:
+    """The configuration's `model` at `model_params` on its rows: the model the sweep kept of
+    that fold, where `store` holds one, else refitted by the estimators."""
     cfg = TrialConfig(config)
     _check_exportable(cfg, model)
     fold = _fold(cfg, fold)
     data = load_data(cfg)
     train, test, what = _rows(cfg, data, make_parts(cfg, data), fold)
+    X, y = _inputs(data), data.y
+    estimator = _kept(store, config, model, model_params, fold)
+    how = "refitted" if estimator is None else "kept"
+    if estimator is None:
+        estimator = _fitted(config, model, model_params, fold, _take(X, train), y[train],
+                            data.classes)
+    elif isinstance(X, pd.DataFrame):
+        # The trial's rows were these columns, in this order: the model knows them by name.
+        estimator.feature_names_in_ = np.asarray(X.columns, dtype=object)
+    scores = _scores(estimator, _take(X, test), y[test], data.classes) if len(test) else {}
+    return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]), how)
+
+
+def _fitted(config: dict, model: str, model_params: dict, fold: int | None, X, y, classes):
+    """The estimator fitted on (X, y) as the trial fitted `fold` (None: seeded as the trial)."""
+    cfg = TrialConfig(config)
     seed = cfg.seed if fold is None else fold_seed(cfg.seed, fold)
     estimator = estimator_for(config, model, model_params, seed)
-    X, y = _inputs(data), data.y
-    estimator.fit(_take(X, train), y[train])
-    if data.classes is not None:
+    estimator.fit(X, y)
+    if classes is not None:
         # Trained on the class codes, as the trial was (the same stratified parts and member
         # outputs); the saved model answers with the classes' names.
-        estimator.classes_ = np.asarray(data.classes)[estimator.classes_]
-    scores = _scores(estimator, _take(X, test), y[test], data.classes) if len(test) else {}
-    return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]))
+        estimator.classes_ = np.asarray(classes)[estimator.classes_]
+    return estimator
 
 
-def estimator_for(config: dict, model: str, model_params: dict, random_state: int):
-    """The task's estimator with the configuration's settings, `model` as its combiner."""
-    cls = ESTIMATORS[config["task"]]
-    # lambda2: the setting's one value, where the model has one (the config holds the path)
-    params = {n: config[n] for n in cls().get_params() if n in config and n != "lambda2"}
-    params.update(combiner=model, random_state=random_state)
-    if "lambda2" in model_params:
-        params["lambda2"] = model_params["lambda2"]
-    return cls(**params)
+def _kept(store: ResultStore | None, config: dict, model: str, model_params: dict,
+          fold: int | None):
+    """The fitted model the sweep kept of `fold` (--keep-models best), or None: none kept there
+    (another configuration, setting or fold, the final model of a CV, no store)."""
+    if store is None or fold is None:
+        return None
+    relative = kept_dir(config["trial_id"], fold, model, model_params)
+    if not store.has(f"{relative}/{saved.MANIFEST}"):
+        return None
+    with tempfile.TemporaryDirectory() as d:     # the store may be remote (s3://...)
+        copy_directory(f"{store.root}/{relative}", store.fs, f"{d}/model", pafs.LocalFileSystem())
+        return saved.load(f"{d}/model")
+
+
+def keep_only(store: ResultStore, best) -> None:
+    """Delete every kept model (engine/trainable.py, --keep-models best) but those of `best`
+    (the best configuration's CV-means row: trial_id, model, model_params; None: delete all)."""
+    for trial in _listed(store, f"{store.root}/{KEPT}"):
+        if best is None or _name(trial) != best["trial_id"]:
+            store.fs.delete_dir(trial)
+            continue
+        leaf = _name(kept_dir(best["trial_id"], 0, best["model"],
+                              json.loads(best["model_params"] or "{}")))
+        for fold in _listed(store, trial):
+            for setting in _listed(store, fold):
+                if _name(setting) != leaf:
+                    store.fs.delete_dir(setting)
+
+
+def _listed(store: ResultStore, directory: str) -> list[str]:
+    """The directories directly under `directory` (none where it does not exist)."""
+    found = store.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+    return [i.path for i in found if i.type == pafs.FileType.Directory]
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def check_ensemble(config: dict) -> None:
@@ -444,15 +493,16 @@ class Exported:
 def export(finished: Finished, config: dict, model: str, model_params: dict, out,
            fold: int | None = None, mlflow_uri: str | None = None,
            mlflow: bool = True) -> Exported:
-    """Refit the configuration's `model` at `model_params`, save it to `out`, log it."""
+    """The configuration's `model` at `model_params` (kept by the sweep, else refitted: refit),
+    saved to `out` and logged."""
     rows = finished.frame[finished.frame["trial_id"] == config["trial_id"]]
     config = check_recorded(config, rows)
     saved.check_target(out)          # before the refit's minutes, not after
-    made = refit(config, model, model_params, fold)
+    made = refit(config, model, model_params, fold, finished.store)
     recorded = {} if made.fold is None else _record(rows, made.fold, model, model_params)
     source = {"sweep": finished.spec["name"], "results": finished.store.location,
               "trial_id": config["trial_id"], "model": model, "model_params": model_params,
-              "fold": made.fold, "rows": made.what, "n_rows": made.n_rows,
+              "how": made.how, "fold": made.fold, "rows": made.what, "n_rows": made.n_rows,
               "scores": made.scores, "recorded_scores": recorded}
     path = saved.save(made.estimator, out, source=source)
     exported = Exported(path, config["trial_id"], model, model_params, made, recorded, None)
@@ -505,7 +555,7 @@ def report(exported: Exported) -> list[str]:
     made, name = exported.refit, type(exported.refit.estimator).__name__
     setting = " ".join(f"{k}={v}" for k, v in exported.model_params.items())
     lines = [f"exported {exported.trial_id}: {exported.model}{' ' + setting if setting else ''}"
-             f", refitted on {made.what}, {made.n_rows} rows -> {exported.path}"]
+             f", {_how(made)} on {made.what}, {made.n_rows} rows -> {exported.path}"]
     if made.scores:
         recorded = exported.recorded
         lines.append("  held-out rows: " + ", ".join(
@@ -518,6 +568,11 @@ def report(exported: Exported) -> list[str]:
     elif exported.note:
         lines.append(f"  {exported.note}")
     return lines
+
+
+def _how(made: Refit) -> str:
+    """refitted, or kept: the sweep's own fitted model, no refit."""
+    return "refitted" if made.how == "refitted" else "kept from the sweep (no refit), trained"
 
 
 def _serving(logged: Logged) -> list[str]:

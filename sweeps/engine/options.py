@@ -115,6 +115,10 @@ PACK = Kind(f"one of {', '.join(PACK_MODES)}", _one_of(PACK_MODES), choices=PACK
 # (sweeps/engine/runner.py). A range axis (uniform(0, 1), ...) takes optuna or random.
 SEARCHES = ("grid", "optuna", "random")
 SEARCH = Kind(f"one of {', '.join(SEARCHES)}", _one_of(SEARCHES), choices=SEARCHES)
+# best: each trial saves its objective model per fold, and the sweep's end deletes all but the
+# best configuration's (sweeps/engine/export.py); none: nothing saved, an export refits.
+KEEPS = ("best", "none")
+KEEP = Kind(f"one of {', '.join(KEEPS)}", _one_of(KEEPS), choices=KEEPS)
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,9 @@ OPTIONS = (
            "these two)"),
     Option("num_samples", COUNT, 20, "configurations drawn (--search optuna or random)"),
     Option("search_seed", SEED, 0, "seed of the draws (--search optuna or random)"),
+    Option("keep_models", KEEP, "none", "best: keep the fitted models of the best "
+           "configuration's folds under <results>/models/, which `python -m sweeps.export "
+           "--fold K` then saves without refitting; none: keep none (an export refits)"),
     Option("objective", TEXT, "", "model that search and 'best so far' use",
            "sbfn_ls for regression, sbfn for classification"),
     # A file's `settings` mapping; on the command line KEY=VALUE words, not a ListOf: a

@@ -61,6 +61,7 @@ class SweepOptions:
     objective: str = DEFAULT["objective"]   # model whose score search and "best" use
     max_failures: int = DEFAULT["max_failures"]
     pack: str = DEFAULT["pack"]             # configurations training together (engine/packing.py)
+    keep_models: str = DEFAULT["keep_models"]   # best: trials keep fitted models (engine/export.py)
     node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
                                         # locally, 600 s on a cluster (its autoscaler may start
                                         # from no worker)

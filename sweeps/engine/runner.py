@@ -19,6 +19,7 @@ import pandas as pd
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.engine.claim import Claim, take_over
 from sweeps.engine.distributions import axis_size, has_ranges, is_range
@@ -101,8 +102,30 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
                            time.monotonic() - start, progress.max_running,
                            *_finish_study(opts, store), result_grid=grid, plan=planned,
                            objective=opts.objective or spec.objective, task=spec.task)
+    _keep_best_models(opts, outcome, store)
     print_summary(outcome, spec, opts, out)
     return outcome
+
+
+def _kept_model(spec: SweepSpec, opts: SweepOptions) -> str:
+    """The model whose fitted folds trials keep (--keep-models best): the sweep's objective,
+    the one SweepResult.best ranks by; "" for none."""
+    return (opts.objective or spec.objective) if opts.keep_models == "best" else ""
+
+
+def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultStore) -> None:
+    """--keep-models best: once per finished run (a resumed one too), every configuration's kept
+    models but the best one's at its best setting are deleted, so the disk holds one
+    configuration's folds."""
+    if opts.keep_models != "best":
+        return
+    from sweeps.engine.export import keep_only
+    from sweeps.engine.ranking import best_row, cv_means, ranked_rows
+    # As SweepResult.best ranks them (sweeps.engine.ranking), by the task's metric.
+    means = cv_means(ranked_rows(outcome.table, outcome.objective), TASKS[outcome.task].scores,
+                     {c["trial_id"]: len(folds_of(c)) for c in outcome.plan.configs})
+    best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
+    keep_only(store, best)
 
 
 def _plan_the_draws(planned: Planned, grid) -> None:
@@ -208,7 +231,8 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
     trainable = tune.with_resources(
         tune.with_parameters(sweep_trainable, plan=planned, results_uri=store.location,
                              objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
-                             threads=max(1, int(opts.cpus_per_trial))),
+                             threads=max(1, int(opts.cpus_per_trial)),
+                             keep_model=_kept_model(spec, opts)),
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, planned.configs,
                                                    planned.configs_of)

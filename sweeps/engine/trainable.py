@@ -8,6 +8,13 @@ reports running means per configuration and checkpoints which folds are done. A 
 whose fold is already in the store (an earlier attempt, a resumed sweep) is read back, not
 recomputed: retries and --resume work per configuration. A configuration that raises fails
 alone: its pack-mates finish, as they would in trials of their own (`--pack off`).
+
+With --keep-models best, each fold also saves each configuration's objective model, every
+setting of it, as the estimator it is (sbfn_dist.interfaces.saved):
+
+    <results>/models/<trial_id>/fold-<k>/<model>_<setting>/    e.g. .../fold-1/sbfn_ls_lambda2-3.0
+
+and the sweep's end deletes all but the best configuration's (sweeps.engine.export.keep_only).
 """
 
 import json
@@ -17,7 +24,11 @@ import re
 import sys
 import tempfile
 
+import pyarrow.fs as pafs
+
 from sbfn_dist.experiment import run_trials
+from sbfn_dist.interfaces import saved
+from sbfn_dist.interfaces.estimators import COMBINERS, regressor_from_fold
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.planning import Planned, folds_of
@@ -35,19 +46,21 @@ def _quiet_worker_exit(unraisable) -> None:
 
 
 def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective: str,
-                    gpu_fraction: float = 0.0, threads: int = 1) -> None:
+                    gpu_fraction: float = 0.0, threads: int = 1, keep_model: str = "") -> None:
     """Tune function trainable over one pack: `params` is its Tune config (planned points, or a
     sampled sweep's draw, which the plan plans on arrival), whose configurations it runs as
     planned (sweeps.engine.planning). Never returns a value (Tune's metric lookup).
 
     Pack-mates are independent: a configuration that raises is set aside (its pack-mates go on
     through every fold), and the trial raises its error at the end, so that Tune retries the
-    trial: the retry reads the others back from the store and recomputes only the failed one."""
+    trial: the retry reads the others back from the store and recomputes only the failed one.
+    keep_model: the model whose fitted folds are kept (--keep-models best), "" none."""
     configs = plan.configs_of(params)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     sys.unraisablehook = _quiet_worker_exit
     _limit_device(gpu_fraction, threads)
     store = ResultStore(results_uri)
+    keep = _keeper(store, keep_model)
     for config in configs:
         store.clear_failed(config["trial_id"])
     done = _restored_folds()
@@ -55,7 +68,7 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     failed: dict = {}                           # trial key -> the exception it raised
     folds = folds_of(configs[0])                # a pack's configurations share their folds
     for fold in folds:
-        parts, computed = _fold_parts(store, configs, fold, failed)
+        parts, computed = _fold_parts(store, configs, fold, failed, keep)
         if not parts:
             break                               # every configuration failed: nothing to report
         for key, part in parts.items():
@@ -69,14 +82,15 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
         raise _failure(failed)
 
 
-def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict) -> tuple[dict, bool]:
+def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict,
+                keep=None) -> tuple[dict, bool]:
     """The records on `fold` of each configuration not in `failed` (trial key -> exception),
     read back from the store, else computed and written; one that raises joins `failed`.
     Also: whether any was computed."""
     parts = {c["trial_id"]: store.read_part(c["trial_id"], fold) for c in configs
              if c["trial_id"] not in failed}
     todo = [c for c in configs if c["trial_id"] in parts and parts[c["trial_id"]] is None]
-    for config, part in zip(todo, _run_fold(todo, fold)):
+    for config, part in zip(todo, _run_fold(todo, fold, keep)):
         key = config["trial_id"]
         if isinstance(part, Exception):
             failed[key] = part
@@ -87,25 +101,75 @@ def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict) -> 
     return parts, bool(todo)
 
 
-def _run_fold(configs: list[dict], fold) -> list:
+def _run_fold(configs: list[dict], fold, keep=None) -> list:
     """Each configuration's records on `fold`, or the exception it raised: the pack trains
     together, and if that raises, each configuration alone (only then is it known which)."""
     # Planned configurations, validated in the driver: trusted here (TrialConfig, not from_dict),
     # and one of their own folds keeps them valid.
     runs = [TrialConfig({**c, "fold": fold}) for c in configs]
     try:
-        return run_trials(runs)
+        return run_trials(runs, keep)
     except Exception as exc:  # noqa: BLE001 - a configuration's own error, recorded below
         if len(runs) == 1:
             return [exc]
-    return [_alone(run) for run in runs]
+    return [_alone(run, keep) for run in runs]
 
 
-def _alone(run: TrialConfig):
+def _alone(run: TrialConfig, keep=None):
     try:
-        return run_trials([run])[0]
+        return run_trials([run], keep)[0]
     except Exception as exc:  # noqa: BLE001 - this configuration's error, raised at the end
         return exc
+
+
+# ------------------------------------------------------------------------- kept models
+KEPT = "models"          # under the results directory
+
+
+def kept_dir(trial_id: str, fold, model: str, model_params: dict) -> str:
+    """Where a configuration's fitted `model` at `model_params` on `fold` is kept, relative to
+    the results directory."""
+    return f"{KEPT}/{trial_id}/fold-{fold}/{model}_{_setting_label(json.dumps(model_params))}"
+
+
+def keepable(cfg: TrialConfig, model: str) -> bool:
+    """Whether an estimator holds the trial's fitted `model`: a regression combiner of the
+    estimators over the members alone (classification and plug-in members: an export refits)."""
+    return (cfg.task == "regression" and model in COMBINERS["regression"]
+            and not cfg.get("plugin_members"))
+
+
+def _keeper(store: ResultStore, model: str):
+    """run_trials' `keep` for --keep-models best: every setting of `model` that an estimator
+    holds, saved per fold into the store; None when no model is kept."""
+    if not model:
+        return None
+
+    def keep(cfg: TrialConfig, fold, members, name: str, params: dict, fitted) -> None:
+        if name == model and keepable(cfg, name):
+            estimator = regressor_from_fold(cfg.to_dict(), name, params, fold, members, fitted)
+            _save_kept(store, estimator, kept_dir(cfg.trial_id, fold.index, name, params))
+    return keep
+
+
+def _save_kept(store: ResultStore, estimator, relative: str) -> None:
+    """The estimator saved locally, then copied into the store (any pyarrow filesystem), its
+    manifest last: the export takes a kept folder only with its manifest, so a copy cut short
+    (a killed worker) is never half-read but refitted."""
+    with tempfile.TemporaryDirectory() as d:
+        saved.save(estimator, f"{d}/model")
+        os.replace(f"{d}/model/{saved.MANIFEST}", f"{d}/{saved.MANIFEST}")
+        local, target = pafs.LocalFileSystem(), f"{store.root}/{relative}"
+        copy_directory(f"{d}/model", local, target, store.fs)
+        pafs.copy_files(f"{d}/{saved.MANIFEST}", f"{target}/{saved.MANIFEST}",
+                        source_filesystem=local, destination_filesystem=store.fs)
+
+
+def copy_directory(source: str, source_fs, destination: str, destination_fs) -> None:
+    """A directory copied between pyarrow filesystems (a saved model to or from the store)."""
+    destination_fs.create_dir(destination, recursive=True)    # copy_files does not make it
+    pafs.copy_files(source, destination, source_filesystem=source_fs,
+                    destination_filesystem=destination_fs)
 
 
 class PackMatesFailed(Exception):
