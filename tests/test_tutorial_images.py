@@ -4,33 +4,18 @@ environment's python first on PATH and no PYTHONPATH (the tutorial says its netw
 imported from the current folder, by the driver and the Ray workers alike). Each block exits
 0, the sweep records the ensembles the tutorial names, and the report is written."""
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.tutorials import bash_blocks, run_blocks, tutorial_env
+
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / "docs" / "tutorial-your-images.md"
-BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", flags=re.S | re.M)
 SWEEP = Path("results", "shapes")       # the tutorial's --name, under the default --storage
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def bash_blocks(text: str) -> list[str]:
-    return BASH_BLOCK.findall(text)
-
-
-def tutorial_env(tmp_path: Path) -> dict:
-    """A user's shell: the environment's python first on PATH, their own cache, no PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["SBFN_CACHE_DIR"] = str(tmp_path / "cache")
-    return env
 
 
 def test_the_blocks_are_found_as_a_reader_sees_them():
@@ -45,11 +30,7 @@ def test_the_tutorial_runs_as_written_and_writes_the_report(tmp_path):
     work.mkdir()
     blocks = bash_blocks(TUTORIAL.read_text())
     assert len(blocks) == 4      # the images, the network, the sweep, the report
-    env = tutorial_env(tmp_path)
-    for block in blocks:
-        done = subprocess.run(["bash", "-e", "-c", block], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=400)
-        assert done.returncode == 0, f"{block}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    run_blocks(blocks, work, tutorial_env(tmp_path), tmp_path, timeout=400)
     table = pd.read_parquet(work / SWEEP / "results.parquet")
     assert (table["status"] == "ok").all()
     assert set(table["dataset"]) == {f"folder:{work / 'shapes'}"}
