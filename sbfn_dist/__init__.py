@@ -4,6 +4,8 @@ One trial, start to finish: data, splits, epsilon-modulated multi-hypothesis tra
 combiners, competitors and tidy result records. No Ray and no MLflow in this package.
 
     from sbfn_dist import run_trial, TrialConfig, SBFNRegressor, SBFNClassifier
+    from sbfn_dist import SBFNStackingRegressor, SBFNStackingClassifier   # over your own models
+    sbfn_dist.load("my-model")          # any estimator saved with .save (docs/models.md)
 
 The names load on first use, so that `import sbfn_dist.settings.records` (what the analysis layer
 reads) does not import torch.
@@ -13,7 +15,10 @@ __version__ = "0.2.0"
 
 _EXPORTS = {"run_trial": "sbfn_dist.experiment", "TrialConfig": "sbfn_dist.settings.config",
             "SBFNRegressor": "sbfn_dist.interfaces.estimators",
-            "SBFNClassifier": "sbfn_dist.interfaces.estimators"}
+            "SBFNClassifier": "sbfn_dist.interfaces.estimators",
+            "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking",
+            "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking",
+            "load": "sbfn_dist.interfaces.saved"}
 __all__ = ["__version__", *_EXPORTS]
 
 

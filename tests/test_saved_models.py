@@ -265,3 +265,11 @@ def test_a_scikit_learn_object_of_an_untrusted_type_needs_trust(diabetes, tmp_pa
         saved.load(tmp_path / "m")
     loaded = saved.load(tmp_path / "m", trust_plugins=True)
     assert np.array_equal(loaded.plugins_[0].transform(X), 2 * X)
+
+
+def test_every_loadable_estimator_is_the_one_the_package_exports():
+    """saved.ESTIMATORS (the fixed table a manifest may name) and sbfn_dist's lazy exports
+    agree, so a saved model loads as the class users import."""
+    import sbfn_dist
+    for name, module in saved.ESTIMATORS.items():
+        assert sbfn_dist._EXPORTS[name] == module and getattr(sbfn_dist, name).__module__ == module

@@ -121,6 +121,7 @@ class SBFNClassifierHead(TrainableHead):
         if row_norm not in ROW_NORMS:
             raise ConfigError("row_norm", row_norm, f"one of {ROW_NORMS}")
         self.n_units, self.temperature, self.row_norm, self.seed = n_units, temperature, row_norm, seed
+        self.n_hypotheses = n_members     # the hypotheses of D it reads (members, then plug-ins)
         dim = n_members * n_classes
         self.centres = nn.Parameter(torch.zeros(n_units, dim))
         self.alpha = nn.Parameter(torch.zeros(n_units, n_classes))
@@ -222,6 +223,7 @@ class MoEGateHead(TrainableHead):
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         self.temperature = temperature
+        self.n_hypotheses = n_members     # the hypotheses of D it reads (members, then plug-ins)
         self.gate = nn.Linear(n_members * n_classes, n_members)
         nn.init.zeros_(self.gate.weight)        # start as the probability average
         nn.init.zeros_(self.gate.bias)

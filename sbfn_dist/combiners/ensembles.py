@@ -11,9 +11,15 @@ scikit-learn estimators (sbfn_dist.interfaces.estimators: one fold, their one co
 
 Regression (squared loss): D (N, M) plus plug-in columns; the closed-form s-BFN fits its whole
 lambda2 path on the training part's D, G1/G2/G3 replay the recorded stream (or the frozen D).
-Classification (cross-entropy): D (N, M, C) member probabilities; the on-the-fly heads step on
-every member batch (Algorithm 2), the stacked heads and the tuned temperature fit on the
-validation part, the fixed rules need no fit.
+Classification (cross-entropy): D (N, M, C) member probabilities, plus the plug-ins' (N, P, C)
+out-of-fold class probabilities; the on-the-fly heads step on every member batch (Algorithm 2),
+the stacked heads, stack_logistic and the tuned temperature fit on the validation part, the
+fixed rules need no fit. Each combiner reads the hypotheses it was fitted on: the stacked heads
+and stack_logistic all of D, the others the M members (`n_hypotheses`).
+
+An ensemble's plug-ins are its config's (plugin_members), or the ones it is given (PluginSet:
+the stacking estimators' own models). With n_members = 0 (those estimators' default) nothing
+trains: D holds the plug-ins' hypotheses only (NoMembers).
 
 train_together trains the members of several ensembles of one fold (tabular trials that share
 sbfn_dist.learners.training.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
@@ -31,14 +37,16 @@ from sbfn_dist.combiners.online import fit_online_streams
 from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
-from sbfn_dist.combiners.stacking import heterogeneous_combiner
+from sbfn_dist.combiners.plugins import PluginSet, fit_columns, trial_plugins
+from sbfn_dist.combiners.stacking import LogisticStack, heterogeneous_combiner
 from sbfn_dist.evaluation.diagnostics import classification_diagnostics, regression_diagnostics
 from sbfn_dist.learners.cost import count_parameters
+from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.training import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
                                StreamRecorder, TrainingDiverged, train_cnn_pack, train_mlp_pack)
-from sbfn_dist.combiners.plugins import fit_plugins
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
-from sbfn_dist.settings.tasks import CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS, STACKED
+from sbfn_dist.settings.tasks import (CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS,
+                                      STACKED, TASKS)
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
 # paper's eta_alpha = 0.1, T = 3, alpha grows slowly and 10 epochs of a small validation part
@@ -78,9 +86,10 @@ class RegressionEnsemble:
 
     n_outputs = 1
 
-    def __init__(self, cfg, fold):
+    def __init__(self, cfg, fold, plugins: PluginSet | None = None):
         self.cfg, self.fold, self.seed = cfg, fold, fold.seed
         self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared")
+        self.plugins = trial_plugins(cfg, fold.seed, "regression") if plugins is None else plugins
         self.online = [n for n in cfg.combiners if n in ITERATIVE]
         self.wants_stream = bool(self.online) and cfg.online_regime == "on_the_fly"
         self.stream = None           # (recorder, first column, last + 1), set by train_together
@@ -105,27 +114,21 @@ class RegressionEnsemble:
 
     def adopt(self, members):
         """Its trained members arrived: fit the plug-ins beside them (they need no members)."""
-        plugins = self.cfg.plugin_members
-        self.plug = fit_plugins(plugins, self.fold.x_train, self.fold.y_train, self.fold.x_test,
-                                self.cfg.plugin_folds if plugins else 0, self.seed,
-                                self.cfg.get("plugin_tuning", "default"))
+        self.plug = fit_columns(self.plugins, self.fold.x_train, self.fold.y_train,
+                                self.fold.x_test, self.seed)
 
     def plugin_rows(self) -> list:
-        """(name, setting, test predictions, fit seconds) per plug-in: each input of the
-        combiners is also a competitor row of the trial, from the same fit."""
-        p = self.plug
-        return [(name, params, p.test[:, j], sec)
-                for j, (name, params, sec) in enumerate(zip(p.names, p.settings, p.seconds))]
+        return plugin_rows(self.plug)
 
     def test_hypotheses(self, members):
         """(D_test with the plug-in columns, seconds): the structured dataset of the test part."""
         start = time.perf_counter()
-        d = _numpy(members.predict(self.fold.x_test))
-        return np.hstack([d, self.plug.test]), time.perf_counter() - start + self.plug.eval_seconds
+        d = regression_hypotheses(members, self.fold.x_test, self.plug.test)
+        return d, time.perf_counter() - start + self.plug.eval_seconds
 
     def fit(self, members) -> list:
         """(name, params, model, seconds) per setting; a shared fit's time is split evenly."""
-        d_train = np.hstack([_numpy(members.predict(self.fold.x_train)), self.plug.train])
+        d_train = regression_hypotheses(members, self.fold.x_train, self.plug.train)
         y = self.fold.y_train
         fitted = self._fit_online(d_train, y)
         for name in self._closed():
@@ -196,13 +199,16 @@ class ClassificationEnsemble:
 
     wants_stream = False
 
-    def __init__(self, cfg, fold):
+    def __init__(self, cfg, fold, plugins: PluginSet | None = None):
         self.cfg, self.fold, self.seed = cfg, fold, fold.seed
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
         self.n_outputs = fold.n_classes
         images = fold.images is not None
         self.mcfg = seeded_mlp_config(cfg, fold.seed, "cross_entropy") if not images else None
         self.ccfg = seeded_cnn_config(cfg, fold.seed) if images else None
+        self.plugins = (trial_plugins(cfg, fold.seed, "classification") if plugins is None
+                        else plugins)
+        self.plug = None             # PluginColumns, set by adopt where there are plug-ins
 
     def settings(self) -> list:
         return [(n, {}) for n in self.cfg.combiners]
@@ -215,16 +221,31 @@ class ClassificationEnsemble:
         return [ColumnObserver(head, start, stop) for head in self.heads.values()]
 
     def adopt(self, members):
-        pass
+        """Its trained members arrived: the plug-ins' out-of-fold class probabilities on the
+        whole training part (the members' rows, then the held-out rows the stacked combiners
+        read: the rows the competitors fit on) and their refits' on the test part."""
+        if not self.plugins.plugins:
+            return
+        f = self.fold
+        x, y = np.concatenate([f.x_train, f.x_val]), np.concatenate([f.y_train, f.y_val])
+        self.plug = fit_columns(self.plugins, x, y, f.x_test, self.seed, self.n_outputs)
 
     def plugin_rows(self) -> list:
-        return []                    # plug-in hypotheses are regression's (fields.py)
+        return plugin_rows(self.plug) if self.plug else []
+
+    def _plugin_probs(self, part: str):
+        """The plug-ins' probabilities of the held-out ("val") or test part; None without any."""
+        if self.plug is None:
+            return None
+        return self.plug.test if part == "test" else self.plug.train[len(self.fold.y_train):]
 
     def test_hypotheses(self, members):
-        """((logits, probabilities) of the test part, seconds)."""
+        """((member logits, D) of the test part, seconds): D the members' probabilities, then
+        the plug-ins'."""
         start = time.perf_counter()
-        logits = members.scores(self.fold.x_test)
-        return (logits, torch.softmax(logits, 2)), time.perf_counter() - start
+        test = class_hypotheses(members, self.fold.x_test, self._plugin_probs("test"))
+        eval_seconds = self.plug.eval_seconds if self.plug else 0.0
+        return test, time.perf_counter() - start + eval_seconds
 
     def fit(self, members) -> list:
         # On-the-fly heads were fitted while the members trained; a fixed rule is its name.
@@ -234,41 +255,96 @@ class ClassificationEnsemble:
         if not stacked:
             return fitted
         val_logits = members.scores(self.fold.x_val)
-        val_probs = torch.softmax(val_logits, 2).float()
+        d_val = joined(torch.softmax(val_logits, 2).float(), self._plugin_probs("val"))
         y_val = self.fold.y_val_tensor
         for name in stacked:
             start = time.perf_counter()
             if name == "logit_mean_tuned":
                 model = tune_temperature(val_logits, y_val)
             else:
-                model = self._stack(name, val_probs, y_val)
+                model = self._stack(name, d_val, y_val)
             fitted.append((name, {}, model, time.perf_counter() - start))
         order = {n: i for i, n in enumerate(self.cfg.combiners)}
         return sorted(fitted, key=lambda f: order[f[0]])
 
-    def _stack(self, name: str, val_probs, y_val):
-        return fit_stacked_head(name, self.cfg.get, val_probs, y_val, self.seed)
+    def _stack(self, name: str, d_val, y_val):
+        """A combiner fitted on the held-out part's D (members' and plug-ins' probabilities)."""
+        if name == "stack_logistic":
+            return LogisticStack().fit(d_val, y_val)
+        return fit_stacked_head(name, self.cfg.get, d_val, y_val, self.seed)
 
     def predict(self, model, test) -> np.ndarray:
         """(N, C) probabilities of a combiner; base_avg: the members' own (N, M, C)."""
-        logits, probs = test
-        return combine(model, logits, probs).detach().cpu().numpy()
+        logits, d = test
+        reads = getattr(model, "n_hypotheses", self.cfg.n_members)
+        return combine(model, logits, d[:, :reads]).detach().cpu().numpy()
 
     def summary(self, members, test) -> dict:
-        logits, probs = test
-        p = probs.cpu().numpy()
+        """Member scores and diagnostics on the test part (plug-ins excluded)."""
+        logits, d = test
+        p = d[:, :self.cfg.n_members].cpu().numpy()
         y = self.fold.y_test
         acc = (p.argmax(2) == y[:, None]).mean(0)
         return {"member_accuracy_mean": float(acc.mean()), "member_accuracy_min": float(acc.min()),
                 "member_accuracy_max": float(acc.max()),
                 "flops_per_example": members.flops_per_example(self.fold.x_test),
-                **classification_diagnostics(p, y)}
+                **classification_diagnostics(p, y),
+                **({"plugin_seconds": self.plug.fit_seconds} if self.plug else {})}
 
     def extra_seconds(self) -> float:
-        return 0.0
+        return self.plug.fit_seconds if self.plug else 0.0
 
     def n_coef(self, model) -> int:
+        if isinstance(model, LogisticStack):
+            return model.n_coef
         return count_parameters(model) if isinstance(model, torch.nn.Module) else 0
+
+
+class NoMembers:
+    """The members of an ensemble of M = 0 (the stacking estimators' default): no network, so
+    D holds the plug-ins' hypotheses only; what TrainedMembers gives a fold's combiners."""
+
+    seconds, n_parameters, packed_members, engine = 0.0, 0, 0, "eager"
+
+    def __init__(self, task: str, n_outputs: int, dtype: str):
+        self.geometry = GEOMETRIES[TASKS[task].geometry]
+        self.n_outputs, self.dtype = n_outputs, getattr(torch, dtype)
+
+    def scores(self, x) -> torch.Tensor:
+        return torch.zeros((len(x), 0, self.n_outputs), dtype=self.dtype)
+
+    def predict(self, x) -> torch.Tensor:
+        return self.geometry.structured(self.scores(x))
+
+    def flops_per_example(self, example) -> float:
+        return 0.0
+
+
+def regression_hypotheses(members, x, plugin_cols: np.ndarray) -> np.ndarray:
+    """D of rows x: the members' predictions (N, M), then the plug-ins' columns (N, P)."""
+    return np.hstack([_numpy(members.predict(x)), plugin_cols])
+
+
+def class_hypotheses(members, x, plugin_probs=None):
+    """(member logits (N, M, C), D): D the members' probabilities, then the plug-ins'."""
+    logits = members.scores(x)
+    return logits, joined(torch.softmax(logits, 2), plugin_probs)
+
+
+def joined(member_probs: torch.Tensor, plugin_probs) -> torch.Tensor:
+    """D (N, M + P, C): the plug-ins' probabilities (numpy) beside the members', in their dtype
+    and on their device; the members' alone where there are no plug-ins."""
+    if plugin_probs is None:
+        return member_probs
+    plug = torch.as_tensor(plugin_probs, dtype=member_probs.dtype, device=member_probs.device)
+    return torch.cat([member_probs, plug], 1)
+
+
+def plugin_rows(plug) -> list:
+    """(name, setting, test predictions, fit seconds) per plug-in: each input of the
+    combiners is also a competitor row of the trial, from the same fit."""
+    return [(name, params, plug.test[:, j], sec)
+            for j, (name, params, sec) in enumerate(zip(plug.names, plug.settings, plug.seconds))]
 
 
 def train_together(ensembles: list) -> list:
@@ -276,6 +352,8 @@ def train_together(ensembles: list) -> list:
     ones on CNN_PACK_SHARED) as one stack; per ensemble its TrainedMembers or the
     TrainingDiverged that ended its set."""
     fold = ensembles[0].fold
+    if not any(e.cfg.n_members for e in ensembles):      # D of plug-ins only: nothing trains
+        return [_without_members(e) for e in ensembles]
     observers, start = [], 0
     recorder = _stream_recorder(ensembles)
     for ens in ensembles:
@@ -293,6 +371,12 @@ def train_together(ensembles: list) -> list:
         ens.adopt(results[ensembles.index(ens)])
     replay_together([e for e in trained if e.wants_stream])
     return results
+
+
+def _without_members(ens) -> NoMembers:
+    members = NoMembers(ens.cfg.task, ens.n_outputs, ens.cfg.dtype)
+    ens.adopt(members)
+    return members
 
 
 def replay_together(ensembles: list) -> None:
@@ -319,11 +403,13 @@ def _stream_recorder(ensembles: list):
                           sum(e.cfg.n_members for e in ensembles), getattr(torch, mcfg.dtype))
 
 
-def make_head(name: str, setting, n_classes: int, seed: int, device):
+def make_head(name: str, setting, n_classes: int, seed: int, device,
+              n_hypotheses: int | None = None):
     """The learned head `name` (paper, Table "Ensemble variants"), an s-BFN (Algorithm 2) or a
     MoE gate, on the members' device (their probabilities stay there); `setting(field)` reads
-    the trial's or estimator's settings."""
-    m = setting("n_members")
+    the trial's or estimator's settings. It reads `n_hypotheses` hypotheses (K = k times as
+    many units): the M members, or a stacked head's members and plug-ins."""
+    m = setting("n_members") if n_hypotheses is None else n_hypotheses
     if name.startswith("sbfn"):
         head = SBFNClassifierHead(m, n_classes, setting("sbfn_units_per_member") * m,
                                   setting("temperature"), setting("lr_alpha"), setting("row_norm"),
@@ -338,16 +424,20 @@ def fit_stacked_head(name: str, setting, val_probs, y_val, seed: int):
     epochs, or at least 10 epochs and STACK_MIN_STEPS steps, in batches of `batch_size`."""
     b = setting("batch_size")
     epochs = setting("head_epochs") or stacking_epochs(len(val_probs), b)
-    head = make_head(name, setting, val_probs.shape[2], seed, val_probs.device)
+    head = make_head(name, setting, val_probs.shape[2], seed, val_probs.device,
+                     n_hypotheses=val_probs.shape[1])
     # Small batches: one thread, as for the members (a second one only spins under load).
     with torch_threads(1 if b < SINGLE_THREAD_BELOW else torch.get_num_threads()):
         return head.fit(val_probs, y_val, epochs, b, seed)
 
 
 def combine(model, logits, probs) -> torch.Tensor:
-    """A fitted classification combiner applied to member logits / probabilities (N, M, C)."""
+    """A fitted classification combiner applied to member logits / probabilities (N, M, C)
+    (a stacked one's: D, members then plug-ins)."""
     if isinstance(model, torch.nn.Module):       # a learned head runs in its own dtype
         return model.predict_proba_eval(probs.to(next(model.parameters()).dtype))
+    if isinstance(model, LogisticStack):
+        return torch.as_tensor(model.predict_proba(probs))
     if isinstance(model, float):                 # the tuned temperature of logit averaging
         return logit_average(logits, model)
     return FIXED_RULES[model](logits, probs)

@@ -16,12 +16,20 @@ on D is a weight for unseen rows.
   intercept.
 - BestSingle ("best_single"): the column with the lowest error on the training part's D (for
   plug-ins an out-of-fold error: selection by inner CV).
+
+Classification (docs/method.md, "Plug-in classifiers"): D is (N, M + P, C), the members' and the
+plug-ins' class probabilities on the held-out part.
+- LogisticStack ("stack_logistic"): scikit-learn's StackingClassifier final step, a default
+  LogisticRegression on the probabilities side by side (one column per hypothesis for two
+  classes); on plug-in probabilities alone it is StackingClassifier itself (a test checks it).
 """
 
 import numpy as np
+import torch
 from scipy.optimize import nnls
-from sklearn.linear_model import RidgeCV
+from sklearn.linear_model import LogisticRegression, RidgeCV
 
+from sbfn_dist.combiners.plugins import in_classes
 from sbfn_dist.combiners.sbfn_ls import fit_lambda_path
 from sbfn_dist.data.splits import kfold_splits
 
@@ -122,3 +130,36 @@ def heterogeneous_combiner(name: str, setting, seed: int, columns):
     if name == "best_single":
         return BestSingle(columns)
     return {"stack_ridge": StackRidge, "stack_nnls": StackNNLS}[name]()
+
+
+class LogisticStack:
+    """Logistic-regression stacking over class probabilities P (N, H, C) of H hypotheses."""
+
+    name = "stack_logistic"
+
+    def fit(self, P, y) -> "LogisticStack":
+        P = _numpy(P)
+        self.n_hypotheses, self.n_classes = P.shape[1], P.shape[2]
+        y = y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+        self.model_ = LogisticRegression().fit(self.features(P), y)
+        return self
+
+    def features(self, P: np.ndarray) -> np.ndarray:
+        """The hypotheses' probabilities side by side, as StackingClassifier stacks them: with
+        two classes only p(class 1) of each (the other column is 1 minus it, collinear)."""
+        return (P[:, :, 1] if P.shape[2] == 2 else P).reshape(len(P), -1)
+
+    @property
+    def n_coef(self) -> int:
+        return int(self.model_.coef_.size + self.model_.intercept_.size)
+
+    def predict_proba(self, P) -> np.ndarray:
+        """(N, C) probabilities; a class absent from the rows it was fitted on gets 0."""
+        probs = self.model_.predict_proba(self.features(_numpy(P)))
+        return in_classes(probs, self.model_.classes_, self.n_classes)
+
+
+def _numpy(a) -> np.ndarray:
+    """A tensor (on any device) or an array as a float64 numpy array."""
+    a = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else a
+    return np.asarray(a, dtype=np.float64)

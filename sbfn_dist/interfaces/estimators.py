@@ -82,7 +82,7 @@ class FitDivergedError(SbfnError):
     """Training produced non-finite parameters; the message says which step size to lower."""
 
 
-class _SBFNEstimator(BaseEstimator):
+class _SBFNEstimator(saved.Saveable, BaseEstimator):
     _task: str              # "regression" | "classification"
 
     def _settings(self, modality: str) -> TrialConfig:
@@ -113,18 +113,6 @@ class _SBFNEstimator(BaseEstimator):
                                    f"lr={cfg.lr}; try a smaller lr{hint}")
         [(_, _, model, _)] = ens.fit(members)
         return members, model
-
-    def save(self, path):
-        """Write the fitted estimator to the directory `path`: settings as text, weights as
-        tensors that load without running code (sbfn_dist.interfaces.saved, docs/models.md).
-        Returns the path."""
-        return saved.save(self, path)
-
-    @classmethod
-    def load(cls, path, *, trust_plugins: bool = False):
-        """The estimator of this class saved at `path`, fitted; it predicts as the saved one
-        did. trust_plugins: see sbfn_dist.interfaces.saved.load."""
-        return saved.load(path, trust_plugins=trust_plugins, expect=cls)
 
 
 def _trial_config(s: dict, task: str) -> TrialConfig:

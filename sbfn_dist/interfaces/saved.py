@@ -54,6 +54,7 @@ from sklearn.utils.validation import check_is_fitted
 from sbfn_dist import __version__
 from sbfn_dist.combiners.basis import KMeansBasis, MemberBasis
 from sbfn_dist.combiners.classification import MoEGateHead, SBFNClassifierHead
+from sbfn_dist.combiners.ensembles import NoMembers
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.online import OnlineSBFN
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
@@ -74,12 +75,14 @@ INLINE_MAX = 256
 # The estimators a directory may hold, by class name -> the module that defines it (a fixed
 # table: the manifest names a row, never a module to import).
 ESTIMATORS = {"SBFNRegressor": "sbfn_dist.interfaces.estimators",
-              "SBFNClassifier": "sbfn_dist.interfaces.estimators"}
+              "SBFNClassifier": "sbfn_dist.interfaces.estimators",
+              "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking",
+              "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking"}
 # Library classes whose instances are data only (their methods read attributes set by fit):
 # restored by setting those attributes on an instance made with object.__new__.
 BAGS = {c.__name__: c for c in (FoldScaler, MemberBasis, KMeansBasis, SBFNLeastSquares,
                                 OnlineSBFN, ArithmeticCombiner, SquaredLoss, CrossEntropy,
-                                TrainedMembers)}
+                                TrainedMembers, NoMembers)}
 # The types skops must be told to trust for the models of the estimators registry
 # (sbfn_dist.learners.competitors, as competitors or plug-ins) beyond its own defaults; a test
 # checks that every registry model loads with these alone.
@@ -378,6 +381,21 @@ DECODERS = {
 def fitted_attributes(estimator) -> dict:
     """scikit-learn's convention: what fit sets ends with an underscore."""
     return {k: v for k, v in vars(estimator).items() if k.endswith("_") and not k.startswith("_")}
+
+
+class Saveable:
+    """save(DIR) and Class.load(DIR) for an estimator of ESTIMATORS (the one pair of methods)."""
+
+    def save(self, path):
+        """Write the fitted estimator to the directory `path`: settings as text, weights as
+        tensors that load without running code (docs/models.md). Returns the path."""
+        return save(self, path)
+
+    @classmethod
+    def load(cls, path, *, trust_plugins: bool = False):
+        """The estimator of this class saved at `path`, fitted; it predicts as the saved one
+        did. trust_plugins: see load below."""
+        return load(path, trust_plugins=trust_plugins, expect=cls)
 
 
 def save(estimator, path, source: dict | None = None) -> Path:

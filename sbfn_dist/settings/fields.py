@@ -25,8 +25,8 @@ from sbfn_dist.errors import DataError, did_you_mean
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.imports import (estimator_class, import_estimator, import_factory,
                                         is_factory_path)
-from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS, SBFN_HEADS,
-                             STACKED, TASKS)
+from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS,
+                                      PLUGIN_HEADS, SBFN_HEADS, STACKED, TASKS)
 
 # ------------------------------------------------------------------------- vocabularies
 # The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.
@@ -473,9 +473,12 @@ FIELDS = [
           "the sbfn_ls combiner (sbfn_ls_linear always has an intercept)"),
     Field("g3_basis", OneOf(G3_BASES), "exp", lambda ctx: ctx.uses("g3"), "the g3 combiner"),
     Field("plugin_members", Items(Estimator()), (),
-          lambda ctx: ctx.members and ctx.regression and not ctx.estimator,
-          "regression trials that train members", record=False,
-          doc="fitted predictors joining the M members as columns of D"),
+          lambda ctx: ctx.members and not ctx.estimator and ctx.tabular
+          and (ctx.regression or ctx.uses(*PLUGIN_HEADS)),
+          "tabular regression trials that train members, and tabular classification trials "
+          f"with a combiner that reads them ({', '.join(PLUGIN_HEADS)})", record=False,
+          doc="fitted predictors joining the M members as hypotheses of D (classification: "
+              "their class probabilities)"),
     Field("plugin_folds", Int(2, note="inner folds of the plug-ins"), 5,
           lambda ctx: bool(ctx.get("plugin_members")), "trials with plugin_members"),
     Field("plugin_tuning", OneOf(PLUGIN_TUNINGS), "default",

@@ -33,7 +33,8 @@ MODEL_LABELS = {
     REFERENCE_MODEL: "Single network (M = 1)",
     # heterogeneous hypothesis sets (beyond the paper, docs/method.md)
     "sbfn_rbf": "s-BFN multivariate RBF (K by inner CV)", "stack_ridge": "Stacking (RidgeCV)",
-    "stack_nnls": "Stacking (NNLS)", "best_single": "Best single (inner CV)",
+    "stack_nnls": "Stacking (NNLS)", "stack_logistic": "Stacking (logistic)",
+    "best_single": "Best single (inner CV)",
     # the estimators registry: the paper's competitors, then the others
     "svm_rbf": "SVM-RBF", "random_forest": "Random forest", "gradient_boosting": "Gradient boosting",
     "extra_trees": "Extra trees", "hist_gradient_boosting": "Hist. gradient boosting",

@@ -28,7 +28,13 @@ HETEROGENEOUS = ("sbfn_rbf", "stack_ridge", "stack_nnls", "best_single")
 # temperature tuned on the validation part); probability averaging; "Base Avg." = the members'
 # average score.
 ON_THE_FLY_HEADS = ("sbfn", "moe")
-STACKED = ("sbfn_stacked", "moe_stacked", "logit_mean_tuned")
+STACKED = ("sbfn_stacked", "moe_stacked", "logit_mean_tuned", "stack_logistic")
+# Beyond the paper (docs/method.md, "Plug-in classifiers"): the combiners whose D holds the
+# plug-ins' out-of-fold class probabilities beside the members' -- the stacked heads, and the
+# anchor they must beat, logistic-regression stacking (scikit-learn's StackingClassifier final
+# step). Opt-in like HETEROGENEOUS: a trial runs stack_logistic only when its combiners name it.
+PLUGIN_HEADS = ("sbfn_stacked", "moe_stacked", "stack_logistic")
+CLASSIFICATION_ANCHORS = ("stack_logistic",)
 SBFN_HEADS = ("sbfn", "sbfn_stacked")
 LEARNED_HEADS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked")
 CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean",
@@ -72,5 +78,6 @@ TASKS = {
     "regression": Task("regression", "squared", "rmse", False, ("rmse", "mae", "r2"),
                        REGRESSION_COMBINERS, optional=HETEROGENEOUS),
     "classification": Task("classification", "cross_entropy", "accuracy", True,
-                           ("accuracy", "nll", "ece"), CLASSIFICATION_COMBINERS),
+                           ("accuracy", "nll", "ece"), CLASSIFICATION_COMBINERS,
+                           optional=CLASSIFICATION_ANCHORS),
 }
