@@ -35,12 +35,9 @@ def data_dir():
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """A real `mlflow server` on 127.0.0.1 (sqlite store, local artifacts), for the session."""
-    import socket
-
     from sweeps.tools import mlflow_server as server
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from tests.sweep_helpers import free_port
+    port = free_port()
     store = tmp_path_factory.mktemp("mlflow-server")
     server.start(store, str(store / "artifacts"), port=port, workers=1)
     yield f"http://127.0.0.1:{port}"

@@ -1,5 +1,7 @@
 """Shared pieces of the sweep tests: tiny real sweeps and checks on what they leave behind."""
 
+import socket
+
 import pandas as pd
 
 from sweeps import classification, regression
@@ -15,6 +17,13 @@ TINY_CLASSIFICATION = ["--dataset", "wine", "--grid", "demo", "--smoke"]
 # sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow.
 LOGGED = ("--members", "2")
 SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--competitors", "none")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (a test's server binds it next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_tiny(tmp_path, *extra, name="tiny", task="regression"):

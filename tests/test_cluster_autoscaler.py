@@ -17,17 +17,12 @@ import pytest
 import yaml
 
 from tests.sweep_helpers import assert_each_fold_once, config_keys, results, run_tiny
+from tests.sweep_helpers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE_TIMEOUT_S = 6      # the autoscaler checks every second here (AUTOSCALER_UPDATE_INTERVAL_S)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fake_cluster_config(gcs_port: int) -> dict:

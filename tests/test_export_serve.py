@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from sweeps.engine.planning import trial_key
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy
 from tests.conftest import a_ray
+from tests.sweep_helpers import free_port
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -97,6 +97,14 @@ def test_the_records_give_back_every_configuration_as_planned(finished):
     found = read_sweep(str(root))
     rebuilt = {c["trial_id"]: c for c in recorded_configs(found.spec, found.frame)}
     assert rebuilt == planned(sweep)
+
+
+def test_a_sweep_keeps_no_model_by_default(finished):
+    """--keep-models none, the default: nothing under models/ (tests/test_keep_models.py)."""
+    from sweeps.engine.trainable import KEPT
+    sweep, _, root = finished
+    assert sweep.options.keep_models == "none"
+    assert (root / "results.parquet").exists() and not (root / KEPT).exists()
 
 
 def test_fold_k_s_export_scores_fold_k_s_test_rows_as_recorded(finished, tmp_path):
@@ -186,12 +194,6 @@ def test_an_image_split_trains_on_its_training_and_validation_images(tmp_path):
 
 
 # ------------------------------------------------------------------------- MLflow and serving
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def served(uri: str, tracking_uri: str, log: Path):
     """`mlflow models serve` of `uri` on a free port of 127.0.0.1 until the block ends; yields

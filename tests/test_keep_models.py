@@ -2,8 +2,8 @@
 a tiny sweep keeps every configuration's fitted folds while it runs and ends with only the best
 configuration's, at its best setting; `sweeps.export --fold K` saves that fold's model without
 refitting, and its predictions on fold K's test rows give the record's score bit for bit; a
-configuration whose models were deleted is refitted, and says so; with none (the default)
-nothing is kept; a bad value is one line."""
+configuration whose models were deleted is refitted, and says so; a bad value is one line.
+With none (the default) nothing is kept: tests/test_export_serve.py, on its sweep."""
 
 import argparse
 import contextlib
@@ -75,12 +75,6 @@ def test_a_configuration_whose_models_were_deleted_is_refitted(kept, tmp_path):
     assert code == 0, err
     assert f"exported {other}" in out and "refitted on fold 0" in out
     assert manifest(tmp_path / "m")["source"]["how"] == "refitted"
-
-
-def test_by_default_nothing_is_kept(tmp_path):
-    sweep, result, root = run_tiny(tmp_path, axes={"n_members": [2], "epsilon": [0.35]})
-    assert sweep.options.keep_models == "none"
-    assert (root / "results.parquet").exists() and not (root / KEPT).exists()
 
 
 def test_a_bad_value_is_one_line(capsys):

@@ -6,7 +6,6 @@ import os
 import pathlib
 import re
 import runpy
-import socket
 import sys
 import warnings
 from unittest import mock
@@ -20,6 +19,7 @@ from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
 from sbfn_dist.interfaces.usage import ListOf
 from sweeps.regression import build
 from sweeps.regression import main as regression
+from tests.sweep_helpers import free_port
 
 SMOKE = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow"]
 
@@ -29,12 +29,6 @@ def error_of(capsys, code):
     assert code == 2, out
     assert "Traceback" not in out.err
     return out.err
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unknown_grid_names_the_known_ones(capsys):

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from sweeps.tools import mlflow_server
 from tests.browser import chromium
 from tests.sweep_helpers import (LOGGED, assert_each_fold_once, config_keys, mlflow_runs, results,
                                  run_tiny)
+from tests.sweep_helpers import free_port
 
 pytestmark = pytest.mark.timeout(900)
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -44,12 +44,6 @@ def sweep(shared_sweeps):
     test_sweep_run reads too (conftest.py)."""
     _, outcome, printed = shared_sweeps(*LOGGED)
     return outcome, printed
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cv_means(table: pd.DataFrame, model: str) -> pd.Series:

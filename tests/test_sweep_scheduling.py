@@ -7,7 +7,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from sklearn.dummy import DummyRegressor
 from sweeps import Sweep
 from sweeps.engine.runner import failed_trials, run_sweep
 from tests.sweep_helpers import TINY, results
+from tests.sweep_helpers import free_port
 
 pytestmark = pytest.mark.timeout(600)
 WAIT_S = 300        # the longest a trial waits for another worker (a loaded 2-core machine)
@@ -37,12 +37,6 @@ def own_ray():
     ray.shutdown()
     yield
     ray.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ------------------------------------------------------------------ a local Ray of its own

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from sbfn_dist.interfaces.estimators import SBFNRegressor
-from tests.tutorials import bash_blocks, free_port, run_block, run_blocks, tutorial_env
+from tests.sweep_helpers import free_port
+from tests.tutorials import bash_blocks, run_block, run_blocks, tutorial_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / "docs" / "tutorial-search-and-serve.md"

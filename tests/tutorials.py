@@ -5,11 +5,11 @@ in a user's shell: this environment's scripts first on PATH, no PYTHONPATH, a ca
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from tests.sweep_helpers import free_port
 
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", flags=re.S | re.M)
 GRACE_S = 15        # how long what a block left running gets to stop on SIGTERM
@@ -66,12 +66,6 @@ def _signal_group(pgid: int, sig: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_blocks(blocks: list[str], cwd: Path, env: dict, logs: Path, timeout: float) -> list[str]:
