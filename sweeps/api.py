@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from sbfn_dist.settings import catalog
 from sbfn_dist.errors import did_you_mean
@@ -38,7 +37,7 @@ from sweeps.engine.ranking import best_row as _best_row, cv_means, ranked_rows  
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
                                   run_sweep)
 from sweeps.engine.spaces import OBJECTIVES, SweepSpec
-from sweeps.engine.store import RESULTS_FILE, ResultStore
+from sweeps.engine.store import ResultStore
 from sweeps.engine.sweepfile import grid_file
 from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
 
@@ -72,9 +71,7 @@ class SweepResult:
     @classmethod
     def of(cls, outcome: SweepOutcome, options: SweepOptions) -> "SweepResult":
         store = result_store(options)
-        frame = (pq.read_table(f"{store.root}/{RESULTS_FILE}", filesystem=store.fs).to_pandas()
-                 if store.has(RESULTS_FILE) else pd.DataFrame())
-        return cls(store.location, frame, outcome.result_grid, outcome.tracking_uri,
+        return cls(store.location, store.read_records(), outcome.result_grid, outcome.tracking_uri,
                    outcome.study, outcome.plan, outcome.objective, outcome.task)
 
     def best(self, metric: str | None = None) -> BestConfiguration | None:

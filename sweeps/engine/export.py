@@ -54,7 +54,7 @@ from sbfn_dist.settings.tasks import ITERATIVE, TASKS
 from sweeps.engine.environment import values_while
 from sweeps.engine.next_steps import console_script, interpreter
 from sweeps.engine.planning import trial_key
-from sweeps.engine.store import RESULTS_FILE, ResultStore
+from sweeps.engine.store import ResultStore
 from sweeps.engine.trainable import KEPT, copy_directory, kept_dir
 from sweeps.engine.tracking_uri import hide, login, mask
 
@@ -84,8 +84,7 @@ def read_sweep(results: str) -> Finished:
     if spec is None:
         raise ExportError(f"{store.root} holds no sweep (no sweep.json): pass a sweep's results "
                           "directory, <storage>/<name> (e.g. results/demo-...)")
-    frame = store.read_parts() if not store.has(RESULTS_FILE) else pd.read_parquet(
-        f"{store.root}/{RESULTS_FILE}", filesystem=store.fs)
+    frame = store.read_records()
     if not len(frame):
         raise ExportError(f"the sweep at {store.root} has no records yet: let it finish a fold "
                           "(or --resume it)")

@@ -124,6 +124,13 @@ class ResultStore:
         except (pa.ArrowInvalid, pa.ArrowTypeError):     # types Arrow does not unify: pandas'
             return pd.concat([t.to_pandas() for t in tables], ignore_index=True)
 
+    def read_records(self) -> pd.DataFrame:
+        """The sweep's records: results.parquet, else (a run stopped before the driver merged
+        them) every part; empty when there are none."""
+        if self.has(RESULTS_FILE):
+            return pq.read_table(f"{self.root}/{RESULTS_FILE}", filesystem=self.fs).to_pandas()
+        return self.read_parts()
+
     def read_spec(self) -> dict | None:
         return self.read_json(SPEC_FILE)
 
