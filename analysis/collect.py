@@ -23,6 +23,7 @@ from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS
 
 RESULTS_FILE = "results.parquet"
 PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/engine/store.py)
+MERGED_KEY = b"sbfn.merged_parts"  # results.parquet's metadata: the names of the parts it merged
 SWEEP_FILE = "sweep.json"
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",
@@ -120,13 +121,41 @@ def find_source(given: str) -> Source:
     if kind == pafs.FileType.File or stem == RESULTS_FILE:     # a table, not its sweep's directory
         name = posixpath.basename(parent) if stem == RESULTS_FILE else posixpath.splitext(stem)[0]
         return Source(fs, _parquet_files(fs, path), parent, name)
-    for where in (f"{path}/{RESULTS_FILE}", path, f"{path}/{PARTS_DIR}"):
+    merged, parts = f"{path}/{RESULTS_FILE}", f"{path}/{PARTS_DIR}"
+    stale = (fs.get_file_info(merged).type != pafs.FileType.NotFound
+             and not merge_is_current(fs, path))
+    for where in ((parts,) if stale else (merged, path, parts)):
         files = _parquet_files(fs, where)
         if files:
             return Source(fs, files, path, stem)
     raise ResultsError(f"{given} holds no {RESULTS_FILE} (found: {_listing(fs, path)}); pass "
                        "a sweep's results directory, written by the sweeps runner, or a parquet "
                        "file")
+
+
+def merged_parts_metadata(part_paths: list) -> dict:
+    """The metadata results.parquet carries (merge_is_current reads it)."""
+    return {MERGED_KEY: json.dumps(sorted(posixpath.basename(p) for p in part_paths)).encode()}
+
+
+def merge_is_current(fs: pafs.FileSystem, home: str) -> bool:
+    """Whether <home>/results.parquet holds every part now in <home>/parts/. The driver merges
+    once, as a run ends; a trial still finishing its fold then (a run stopped by a signal: Tune
+    returns before every worker has) writes its part after the merge. A part the merge did not
+    list, or one written after it, makes the merge stale: the parts are the table then."""
+    merged = fs.get_file_info(f"{home}/{RESULTS_FILE}")
+    if merged.type != pafs.FileType.File:
+        return merged.type == pafs.FileType.Directory    # a directory of part files: as it is
+    selector = pafs.FileSelector(f"{home}/{PARTS_DIR}", allow_not_found=True)
+    parts = [i for i in fs.get_file_info(selector) if i.is_file and i.path.endswith(".parquet")]
+    if merged.mtime is not None and any(p.mtime and p.mtime > merged.mtime for p in parts):
+        return False
+    try:
+        listed = (pq.read_schema(merged.path, filesystem=fs).metadata or {}).get(MERGED_KEY)
+    except Exception:      # not parquet: reading it says so (_read_parquet), not this check
+        return True
+    # A merge written before the list existed: its time alone tells
+    return listed is None or {p.base_name for p in parts} <= set(json.loads(listed))
 
 
 def _parquet_files(fs: pafs.FileSystem, path: str) -> list:

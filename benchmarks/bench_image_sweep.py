@@ -64,9 +64,11 @@ def random_data_dir(dataset: str, root: pathlib.Path) -> pathlib.Path:
     return root
 
 
-def first_part_time(parts: pathlib.Path) -> float | None:
-    files = list(parts.glob("*.parquet")) if parts.is_dir() else []
-    return min((f.stat().st_mtime for f in files), default=None)
+def first_part_time(parts: pathlib.Path, since: float) -> float | None:
+    """When this run's first fold ended: its first part (a resumed sweep's earlier parts, from
+    another session, do not count)."""
+    times = [f.stat().st_mtime for f in parts.glob("*.parquet")] if parts.is_dir() else []
+    return min((t for t in times if t >= since), default=None)
 
 
 def per_trial_cost(parts: pathlib.Path) -> list:
@@ -110,7 +112,7 @@ def main(argv=None) -> dict:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     end = time.time()
     sampler.stopped.set()
-    first = first_part_time(storage / name / "parts") or end
+    first = first_part_time(storage / name / "parts", begin) or end
     after = [u for t, u in sampler.samples if t >= first]
     summary = {"command": " ".join(cmd), "exit": code, "random_pixels": args.random_pixels,
                "wall_s": end - begin, "first_trial_done_s": first - begin,

@@ -25,10 +25,16 @@ DEVICE = torch.device("cuda" if CUDA else "cpu")
 # rounded to 2^-9 relative). Rows whose best and second-best fp32 losses differ by more than
 # this must get the same winner and the same delta in bf16.
 BF16_LOSS_TOLERANCE = 0.05
-# Packed and lone stacks run convolutions of different group counts: on a CPU their float32
-# sums agree to 1e-5 after an epoch; cuDNN picks other kernels per group count (on an H100 the
-# weights differed by more than 1e-5 while the epoch losses agreed to 1e-7).
-PACK_ATOL = 1e-4 if CUDA else 1e-5
+# Packed and lone stacks run convolutions of different group counts. On a CPU their float32
+# sums agree to 1e-5 after an epoch, weights and outputs alike (2e-7..4e-6 and 5e-7 measured).
+# cuDNN picks other kernels per group count, and Adam divides each gradient by its own RMS: a
+# weight whose gradient is rounding noise still steps by up to lr (1e-3) in a direction the
+# rounding sets, so single weights may differ by up to lr x steps while the function does not
+# (H100: weights apart by > 1e-5, H200: by > 1e-4, the epoch losses within 1e-6 on both). On a
+# GPU the members' test logits are compared (the two epsilon sets' differ by ~2), on a CPU the
+# weights too.
+PACK_ATOL = 1e-5
+LOGIT_ATOL = 1e-3 if CUDA else 1e-5
 
 
 def digits_images(n_train=256, seed=0):
@@ -70,10 +76,13 @@ def test_a_pack_of_epsilon_sets_trains_each_set_as_alone(monkeypatch):
     for cfg, together in zip(cfgs, packed):
         [alone] = train_cnn_pack(images, 10, [cfg])
         assert together.model.archs == alone.model.archs and together.packed_members == 6
-        assert torch.allclose(_params(together), _params(alone), atol=PACK_ATOL)
+        assert torch.allclose(together.scores(images.test_x), alone.scores(images.test_x),
+                              atol=LOGIT_ATOL)
+        assert CUDA or torch.allclose(_params(together), _params(alone), atol=PACK_ATOL)
         assert np.allclose(together.epoch_loss[0], alone.epoch_loss[0], atol=1e-5)
     # the two sets did learn differently: epsilon reached each set's own delta
-    assert not torch.allclose(_params(packed[0]), _params(packed[1]), atol=10 * PACK_ATOL)
+    apart = (packed[0].scores(images.test_x) - packed[1].scores(images.test_x)).abs().max()
+    assert apart > 100 * LOGIT_ATOL
 
 
 def test_packed_trials_give_the_records_of_trials_run_alone(monkeypatch):

@@ -13,9 +13,11 @@
 # After each step: $P/out/runs.tgz ($RUNS without */tune/*) and $P/out/log, so any call can return
 #   tar -czf $OUT/out.tgz -C /tmp/pipe out
 # $P/DONE appears at the end. Stop it early: pkill -s "$(cat /tmp/pipe/pid)" (its session only).
-# Overrides: P (/tmp/pipe), RUNS (/tmp/runs), GRACE_S (15).
+# Overrides: P (/tmp/pipe), RUNS (/tmp/runs), GRACE_S (40: a GPU sweep stopped by its deadline
+# merged its results at once but took over 15 s to stop Ray and its 4 workers, and SIGKILL then
+# lost the benchmark's summary; 2026-11-27, H200).
 set -u
-P=${P:-/tmp/pipe}; RUNS=${RUNS:-/tmp/runs}; GRACE_S=${GRACE_S:-15}
+P=${P:-/tmp/pipe}; RUNS=${RUNS:-/tmp/runs}; GRACE_S=${GRACE_S:-40}
 PLAN=${1:-benchmarks/gpu_session/plan.txt}
 mkdir -p "$P/out" "$RUNS"; rm -f "$P/DONE"; echo $$ > "$P/pid"    # started by setsid: $$ is its session
 exec >> "$P/log" 2>&1 < /dev/null

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from analysis.collect import merge_is_current, merged_parts_metadata
 from sbfn_dist.errors import SbfnError
 
 RESULTS_FILE = "results.parquet"
@@ -87,11 +88,13 @@ class ResultStore:
             self.fs.delete_file(f"{self.root}/{relative}")
 
     def consolidate(self) -> pd.DataFrame:
-        """Rewrite results.parquet from every part; returns the table. It reads every part: the
-        driver calls it once per run, never per trial (docs/sweeps.md)."""
-        table = self.read_parts()
+        """Rewrite results.parquet from every part, naming them in its metadata (a part written
+        later makes it stale: analysis.collect.merge_is_current); returns the table. It reads
+        every part: the driver calls it once per run, never per trial (docs/sweeps.md)."""
+        paths = self._part_paths()
+        table = self._read_tables(paths)
         if len(table):
-            self._write_table(f"{self.root}/{RESULTS_FILE}", table)
+            self._write_table(f"{self.root}/{RESULTS_FILE}", table, merged_parts_metadata(paths))
         return table
 
     # --- reading -----------------------------------------------------------------------
@@ -110,10 +113,15 @@ class ResultStore:
 
     def read_parts(self, key: str = "") -> pd.DataFrame:
         """Every part, or only those of one trial."""
+        return self._read_tables(self._part_paths(key))
+
+    def _part_paths(self, key: str = "") -> list:
         selector = pafs.FileSelector(f"{self.root}/parts", allow_not_found=True)
         prefix = f"{self.root}/parts/{key}-" if key else ""
-        paths = sorted(i.path for i in self.fs.get_file_info(selector)
-                       if i.path.endswith(".parquet") and i.path.startswith(prefix))
+        return sorted(i.path for i in self.fs.get_file_info(selector)
+                      if i.path.endswith(".parquet") and i.path.startswith(prefix))
+
+    def _read_tables(self, paths: list) -> pd.DataFrame:
         tables = [pq.read_table(p, filesystem=self.fs) for p in paths]
         if not tables:
             return pd.DataFrame()
@@ -126,8 +134,8 @@ class ResultStore:
 
     def read_records(self) -> pd.DataFrame:
         """The sweep's records: results.parquet, else (a run stopped before the driver merged
-        them) every part; empty when there are none."""
-        if self.has(RESULTS_FILE):
+        them, or a part written after it did) every part; empty when there are none."""
+        if self.has(RESULTS_FILE) and merge_is_current(self.fs, self.root):
             return pq.read_table(f"{self.root}/{RESULTS_FILE}", filesystem=self.fs).to_pandas()
         return self.read_parts()
 
@@ -153,9 +161,12 @@ class ResultStore:
     def _exists(self, path: str) -> bool:
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
 
-    def _write_table(self, path: str, df: pd.DataFrame) -> None:
+    def _write_table(self, path: str, df: pd.DataFrame, metadata: dict | None = None) -> None:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        if metadata:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
         buf = io.BytesIO()
-        df.to_parquet(buf, index=False)
+        pq.write_table(table, buf)
         self._write_bytes(path, buf.getvalue())
 
     def _write_bytes(self, path: str, data: bytes) -> None:
