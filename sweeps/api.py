@@ -32,8 +32,9 @@ from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine import sweepfile
 from sweeps.engine.options import OPTIONS, into_definition
-from sweeps.engine.planning import Planned, folds_of, settings_of
-from sweeps.engine.ranking import best_row as _best_row, cv_means, ranked_rows  # noqa: F401
+from sweeps.engine.planning import Planned, settings_of
+from sweeps.engine.ranking import (best_row as _best_row, cv_means, planned_folds,  # noqa: F401
+                                   ranked_rows)
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
                                   run_sweep)
 from sweeps.engine.spaces import OBJECTIVES, SweepSpec
@@ -91,7 +92,7 @@ class SweepResult:
 
     def _folds(self) -> dict:
         """trial_id -> how many folds it planned."""
-        return {c["trial_id"]: len(folds_of(c)) for c in self.plan.configs}
+        return planned_folds(self.plan.configs)
 
     @classmethod
     def open(cls, path, objective: str | None = None) -> "SweepResult":

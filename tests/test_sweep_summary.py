@@ -14,10 +14,10 @@ def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, p
                 n_members=n_members, epsilon=0.35, model_params=params, trial_id=f"{role}{lr}")
 
 
-def summary(rows, spec=None) -> str:
+def summary(rows, spec=None, plan=None) -> str:
     out = io.StringIO()
     outcome = SweepOutcome(root="/r", table=pd.DataFrame(rows), tracking_uri=None, trials=[],
-                           seconds=60.0)
+                           seconds=60.0, plan=plan)
     print_summary(outcome, spec or regression_sweep("diabetes", "demo"), SweepOptions(name="s"),
                   out)
     return out.getvalue()
@@ -75,3 +75,21 @@ def test_the_printed_report_command_runs_as_pasted_from_where_the_sweep_ran(tmp_
     assert args == ["-m", "analysis.report", root]
     assert os.path.samefile(python, sys.executable)
     assert not os.path.isabs(python) or not sys.executable.startswith(os.getcwd())
+
+
+def test_a_configuration_stopped_early_never_tops_the_end_table():
+    # ASHA stopped one configuration after a lucky first fold: its one-fold mean once topped the
+    # table over a configuration measured on all five folds (SweepResult.best already ranked
+    # only complete ones: sweeps.engine.ranking, shared now).
+    from types import SimpleNamespace
+    from sweeps.engine.planning import folds_of, trial_config
+    base = regression_sweep("diabetes", "demo").base
+    whole, stopped = (trial_config({"n_members": m}, base, "s") for m in (5, 2))
+    rows = ([{**row("sbfn_ls", 10.0, f), "trial_id": whole["trial_id"]} for f in folds_of(whole)]
+            + [{**row("sbfn_ls", 5.0, 0, n_members=2), "trial_id": stopped["trial_id"]}])
+    text = summary(rows, plan=SimpleNamespace(configs=[whole, stopped]))
+    line = next(l for l in text.splitlines() if l.startswith("sbfn_ls"))
+    assert "n_members=5" in line and " 10 " in line and line.split()[-3] == "5"     # 5 folds
+    assert "1 configurations with fewer folds than planned" in text
+    alone = summary(rows[-1:], plan=SimpleNamespace(configs=[whole, stopped]))
+    assert " 5 " in alone and "fewer folds" not in alone    # none complete: shown as they are

@@ -1,9 +1,12 @@
-"""How a sweep's configurations rank: the one ranking SweepResult.best (sweeps/api.py) and the
-end of a --keep-models best run (sweeps/engine/runner.py) both use."""
+"""How a sweep's configurations rank: the one ranking SweepResult.best (sweeps/api.py), the
+end of a --keep-models best run and the table a run prints at its end (sweeps/engine/runner.py)
+use. A configuration ranks only once it has every fold it planned: a mean over fewer folds
+(ASHA stopped it, or the run was interrupted) is not comparable with one over all of them."""
 
 import pandas as pd
 
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER
+from sweeps.engine.planning import folds_of
 
 
 def best_row(means: pd.DataFrame, metric: str):
@@ -22,6 +25,18 @@ def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
     if "role" in rows and (rows["role"] == "ensemble").any():
         rows = rows[rows["role"] == "ensemble"]
     return rows[rows["model"] == objective] if (rows["model"] == objective).any() else rows
+
+
+def planned_folds(configs: list) -> dict:
+    """trial_id -> how many folds its configuration planned."""
+    return {c["trial_id"]: len(folds_of(c)) for c in configs}
+
+
+def with_every_fold(rows: pd.DataFrame, planned: dict) -> pd.DataFrame:
+    """The rows of the configurations that have every fold they planned (trial_id -> folds)."""
+    folds = rows.groupby("trial_id")["fold"].nunique()
+    whole = folds.index[folds.to_numpy() == folds.index.map(planned).to_numpy()]
+    return rows[rows["trial_id"].isin(whole)]
 
 
 def cv_means(rows: pd.DataFrame, scores: tuple, planned: dict) -> pd.DataFrame:

@@ -120,10 +120,10 @@ def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultSt
     if opts.keep_models != "best":
         return
     from sweeps.engine.export import keep_only
-    from sweeps.engine.ranking import best_row, cv_means, ranked_rows
+    from sweeps.engine.ranking import best_row, cv_means, planned_folds, ranked_rows
     # As SweepResult.best ranks them (sweeps.engine.ranking), by the task's metric.
     means = cv_means(ranked_rows(outcome.table, outcome.objective), TASKS[outcome.task].scores,
-                     {c["trial_id"]: len(folds_of(c)) for c in outcome.plan.configs})
+                     planned_folds(outcome.plan.configs))
     best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
     keep_only(store, best)
 
@@ -515,6 +515,23 @@ def failed_trials(table: pd.DataFrame) -> dict:
     return dict(zip(rows["trial_id"], rows["error"]))
 
 
+def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd.DataFrame:
+    """The rows the end table ranks: those of the configurations with every planned fold, when
+    any has them (sweeps.engine.ranking: an ASHA-stopped configuration's mean over its first
+    folds once topped the table); the others are named as left out."""
+    if outcome.plan is None:
+        return rows
+    from sweeps.engine.ranking import planned_folds, with_every_fold
+    whole = with_every_fold(rows, planned_folds(outcome.plan.configs))
+    left_out = rows["trial_id"].nunique() - whole["trial_id"].nunique()
+    if not len(whole) or not left_out:
+        return rows
+    print(f"  {left_out} configurations with fewer folds than planned (stopped early by ASHA, "
+          "or not finished) are left out of the table below: their means cover fewer folds "
+          "(results.parquet keeps their rows)", file=out)
+    return whole
+
+
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     table = outcome.table
     metric = metric_of(spec.task)
@@ -527,6 +544,7 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     for trial_id, error in failed.items():
         print(f"  failed: {trial_id}: {error}", file=out)
     if len(rows):
+        rows = _ranked_configurations(rows, outcome, out)
         axes = [a for a in spec.axes if a in rows]
         view = comparison_table(_labelled(rows, axes).to_dict("records"), metric,
                                 ["model_params", *axes])
