@@ -12,11 +12,19 @@ from sweeps.engine.spaces import smoke
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]
 # wine (bundled, 178 rows), 3 stratified folds, 10 epochs, stacked heads 20 epochs.
 TINY_CLASSIFICATION = ["--dataset", "wine", "--grid", "demo", "--smoke"]
+# One trial at a time (max_concurrent: 1 in a sweep file's resources), for a sweep whose checks
+# do not depend on trials running together: a tiny sweep's trials are shorter than a trial
+# worker's start (a process importing torch and scikit-learn, ~4 CPU-s), so a second worker
+# costs CPU and saves no time (10 folds of LOGGED: 7.5 CPU-s one at a time, 14 with two
+# workers, 8 s either way). Its packs then hold every packable configuration (one slot).
+ONE_AT_A_TIME = ("--max-concurrent", "1")
 # Two sweeps several test files read (conftest.py's shared_sweeps runs each once): the smoke
 # grid with M = 2 (M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF) logged to its own
-# sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow.
+# sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow,
+# one at a time.
 LOGGED = ("--members", "2")
-SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--competitors", "none")
+SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--competitors", "none",
+            *ONE_AT_A_TIME)
 
 
 def free_port() -> int:

@@ -34,8 +34,10 @@ pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]
 
 # Bundled diabetes, 70 rows, 3 folds, 1 epoch of 2 members: a configuration takes a second.
+# One trial at a time (tests/sweep_helpers.py, ONE_AT_A_TIME).
 SMALL = {"dataset": "diabetes", "folds": 3, "competitors": [], "mlflow": False,
-         "settings": {"n_samples": 70, "epochs": 1}, "resources": {"num_cpus": 2}}
+         "settings": {"n_samples": 70, "epochs": 1},
+         "resources": {"num_cpus": 2, "max_concurrent": 1}}
 RANGES = {"epsilon": "uniform(0, 1)", "lr": "loguniform(1e-4, 1e-1)"}
 
 

@@ -35,13 +35,14 @@ from tests.sweep_helpers import free_port
 
 pytestmark = pytest.mark.timeout(900)
 
-# Bundled diabetes, 80 rows, 2 folds, 1 epoch of M = 2 (epsilon 0 and 0.35, trained as one
-# pack), the M = 1 references and ridge as a competitor, logged to the sweep's sqlite store.
+# Bundled diabetes, 80 rows, 2 folds, 1 epoch of M = 2 (epsilon 0 and 0.35) and the M = 1
+# references, trained as one pack (one trial at a time: tests/sweep_helpers.py, ONE_AT_A_TIME),
+# and ridge as a competitor, logged to the sweep's sqlite store.
 # float64 members: a pack equals its sets trained alone to ~1e-15 (float32: ~1e-7).
 TINY = {"name": "tiny", "dataset": "diabetes", "folds": 2, "competitors": ["ridge"],
         "axes": {"n_members": [2], "epsilon": [0.0, 0.35]},
         "settings": {"n_samples": 80, "epochs": 1, "dtype": "float64"},
-        "resources": {"num_cpus": 2}}
+        "resources": {"num_cpus": 2, "max_concurrent": 1}}
 EXACT = 1e-9          # relative: float64 rounding, far below what another fold's rows change
 
 

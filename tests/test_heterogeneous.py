@@ -23,7 +23,7 @@ from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
 from sweeps.engine.runner import run_sweep
 from sweeps.engine.spaces import regression_sweep, smoke
-from tests.sweep_helpers import assert_each_fold_once, results
+from tests.sweep_helpers import ONE_AT_A_TIME, assert_each_fold_once, results
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +212,8 @@ def test_the_heterogeneous_grid_runs_one_trial_per_fold_of_the_split():
 def test_a_heterogeneous_sweep_runs_each_fold_as_a_trial_through_ray(tmp_path):
     spec, _, opts = regression.build(["--dataset", "diabetes", "--grid", "heterogeneous",
                                       "--storage", str(tmp_path), "--name", "het", "--no-mlflow",
-                                      "--num-cpus", "2", "--set", "plugin_members=ridge,knn"])
+                                      "--num-cpus", "2", *ONE_AT_A_TIME,
+                                      "--set", "plugin_members=ridge,knn"])
     import ray
     try:
         outcome = run_sweep(smoke(spec), opts)

@@ -176,6 +176,7 @@ def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_pat
         storage: {tmp_path / "results"}
         resources:
           num_cpus: 2
+          max_concurrent: 1
         """))
     assert sweeps_main.main(["run", str(sweep)]) == 0, capsys.readouterr().err
     root = tmp_path / "results" / "patterns-pngs"   # no name: the folder's and the file's

@@ -73,7 +73,9 @@ def clean_env() -> dict:
 
 # ------------------------------------------------------------------ a real sweep from a file
 def test_a_sweep_file_runs_through_ray_tune_and_returns_the_records_and_the_result_grid(tmp_path):
-    sweep = Sweep.from_yaml(write(tmp_path, TINY), storage=str(tmp_path / "results"))
+    # One trial at a time (tests/sweep_helpers.py, ONE_AT_A_TIME): resources' last key.
+    sweep = Sweep.from_yaml(write(tmp_path, TINY + "  max_concurrent: 1\n"),
+                            storage=str(tmp_path / "results"))
     planned = [c["trial_id"] for c in sweep.trials()]
     assert len(planned) == 2 * 2 + 1            # M x eps, the competitor; no references
 

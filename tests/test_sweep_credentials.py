@@ -30,7 +30,7 @@ from optuna.trial import TrialState
 
 from sweeps.engine.runner import SweepOptions
 from sweeps.engine.tracking_uri import login
-from tests.sweep_helpers import TINY, mlflow_runs
+from tests.sweep_helpers import ONE_AT_A_TIME, TINY, mlflow_runs
 
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ def sweep(proxy, tmp_path_factory):
     uri = proxy.url.replace("http://", f"http://{USER}:{SECRET}@")
     command = [sys.executable, "-m", "sweeps.regression", *TINY, "--search", "optuna",
                "--num-samples", "4", "--storage", str(storage), "--name", "cred",
-               "--num-cpus", "2", "--mlflow-uri", uri]
+               "--num-cpus", "2", *ONE_AT_A_TIME, "--mlflow-uri", uri]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_TRACKING_")}
     done = subprocess.run(command, cwd=REPO, env={**env, "RAY_TMPDIR": ray_tmp},
                           capture_output=True, text=True, timeout=500)

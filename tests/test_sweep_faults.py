@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.sweep_helpers import (TINY, assert_each_fold_once, config_keys, mlflow_runs, results,
-                                 run_tiny)
+from tests.sweep_helpers import (ONE_AT_A_TIME, TINY, assert_each_fold_once, config_keys,
+                                 mlflow_runs, results, run_tiny)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -56,7 +56,7 @@ def test_a_worker_node_removed_mid_sweep_loses_no_trial_and_duplicates_none(tmp_
 
 def sweep_command(storage: Path, *extra) -> list[str]:
     return [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(storage),
-            "--name", "killed", "--num-cpus", "2", *extra]
+            "--name", "killed", "--num-cpus", "2", *ONE_AT_A_TIME, *extra]
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_a_killed_driver_resumes_without_rerunning_finished_folds(killed, moved)
 # ------------------------------------------------------------------ processes of one sweep
 def tiny_command(storage: Path, name: str, *extra) -> list[str]:
     return [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(storage),
-            "--name", name, "--num-cpus", "2", "--no-mlflow", *extra]
+            "--name", name, "--num-cpus", "2", *ONE_AT_A_TIME, "--no-mlflow", *extra]
 
 
 def start_driver(storage: Path, name: str, *extra, log: Path | None = None) -> subprocess.Popen:
@@ -130,8 +130,9 @@ def ended(pid: int) -> bool:
 
 def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tuple[str, dict]:
     """SIGKILL the driver alone, then SIGSTOP what of its Ray outlives it: real leftovers that
-    cannot end by themselves while the test looks (some would within a minute). Returns the
-    Ray's session directory (as sweep.lock names it) and the frozen leftovers."""
+    cannot end by themselves while the test looks (some would within a minute); the cleanup
+    continues them with its SIGTERM (sweeps.engine.claim). Returns the Ray's session directory
+    (as sweep.lock names it) and the frozen leftovers."""
     from sweeps.engine.claim import ray_processes, ray_session
     lock = (root / "sweep.lock").read_text()
     session = ray_session(lock)
@@ -325,7 +326,8 @@ def test_a_sweep_with_failed_trials_lists_them_with_their_errors_and_exits_1(tmp
         [sys.executable, "-m", "sweeps.regression", "--dataset", "diabetes", "--grid", "demo",
          "--folds", "3", "--members", "2", "--epsilons", "0", "--set", "n_samples=100",
          "epochs=1", "--competitors", "sklearn.linear_model.PoissonRegressor",
-         "--max-failures", "1", "--num-cpus", "2", "--no-mlflow", "--storage", str(tmp_path),
+         "--max-failures", "1", "--num-cpus", "2", *ONE_AT_A_TIME, "--no-mlflow",
+         "--storage", str(tmp_path),
          "--name", "failing"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr[-3000:]
     message = "ValueError: Some value(s) of y are out of the valid range of the loss"

@@ -16,8 +16,11 @@ def ray_with_a_logical_gpu():
 
 
 def test_four_quarter_gpu_trials_run_at_the_same_time(tmp_path):
+    # Each trial's plug-in member waits until four workers run trials: four at once, at any
+    # pace (it was 40 epochs, to outlast the workers' start: ~12 CPU-s of training).
     outcome = run_tiny(tmp_path, "--members", "2", "3", "--no-mlflow", "--competitors", "none",
-                       "--num-gpus", "1", "--gpus-per-trial", "0.25",
-                       "--set", "epochs=40", name="gpu")   # trials outlast worker start-up
-    assert outcome.max_running == 4            # 5 trials, 1 GPU / 0.25 = 4 at once
+                       "--num-gpus", "1", "--gpus-per-trial", "0.25", "--set",
+                       "plugin_members=tests.test_sweep_scheduling.WaitsForFourWorkers",
+                       name="gpu")
+    assert outcome.max_running == 4        # 4 trials (5 configurations): 1 GPU / 0.25 at once
     assert results(outcome.root)["trial_id"].nunique() == 5

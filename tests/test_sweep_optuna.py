@@ -15,7 +15,7 @@ from ray import tune
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.store import ResultStore
 from sweeps.engine.study import check_study, open_study, publish_copy, searcher, study_file, where_note
-from tests.sweep_helpers import SEARCHED, TINY
+from tests.sweep_helpers import ONE_AT_A_TIME, SEARCHED, TINY
 
 pytestmark = pytest.mark.timeout(600)
 SEARCH = ["--search", "optuna", "--no-mlflow", "--competitors", "none"]
@@ -42,13 +42,14 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(shared_sweeps):
 
 
 # Enough samples that the kill comes before the last is told: trials take about a second and
-# run two at a time, and the kill follows the first told trial within a poll (0.2 s).
+# run one at a time, and the kill follows the first told trial within a poll (0.2 s).
 SAMPLES = 10
 
 
 def search_command(storage, *extra) -> list[str]:
     return [sys.executable, "-m", "sweeps.regression", *TINY, *SEARCH, "--num-samples", str(SAMPLES),
-            "--storage", str(storage), "--name", "study", "--num-cpus", "2", *extra]
+            "--storage", str(storage), "--name", "study", "--num-cpus", "2", *ONE_AT_A_TIME,
+            *extra]
 
 
 def wait_for_a_told_trial(root, timeout: float = 300) -> None:

@@ -22,12 +22,15 @@ from tests.conftest import a_ray
 
 pytestmark = pytest.mark.timeout(600)
 
-# 120 rows of bundled diabetes, 2 folds, 1 epoch: 4 ensembles, 2 M = 1 references, 1 competitor.
+# 120 rows of bundled diabetes, 2 folds, 1 epoch: 4 ensembles, 2 M = 1 references, 1 competitor;
+# one trial at a time (tests/sweep_helpers.py, ONE_AT_A_TIME): the ensembles and references in
+# one pack.
 TINY = {"name": "plan", "dataset": "diabetes", "folds": 2,
         "axes": {"n_members": [2, 3], "epsilon": [0.0, 0.35]},
         "settings": {"n_samples": 120, "epochs": 1, "combiners": ["sbfn_ls", "arithmetic"],
                      "lambda2": [0, 3]},
-        "competitors": ["ridge"], "mlflow": False, "resources": {"num_cpus": 2}}
+        "competitors": ["ridge"], "mlflow": False,
+        "resources": {"num_cpus": 2, "max_concurrent": 1}}
 # The demo grid's trial ids as sweeps planned them before plans were shared (issue 22): the
 # parts of an existing sweep are found again by these on --resume.
 DEMO_IDS = ["M1_eps0_reference_s0_52b88539", "M1_eps0_reference_lr0.003_s0_b225bd61",

@@ -4,8 +4,8 @@ import pytest
 
 from analysis.report import write_report
 from sweeps.engine.resources import ResourceError
-from tests.sweep_helpers import (LOGGED, SEARCHED, assert_each_fold_once, config_keys,
-                                 mlflow_runs, results, run_tiny)
+from tests.sweep_helpers import (LOGGED, ONE_AT_A_TIME, SEARCHED, assert_each_fold_once,
+                                 config_keys, mlflow_runs, results, run_tiny)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -56,8 +56,9 @@ def test_packed_and_unpacked_sweeps_give_the_same_records(tmp_path):
     """--pack auto trains compatible configurations as one member stack per fold: each keeps
     its own records (and trial key), equal to the unpacked sweep's up to float32 rounding (the
     float64 pack equals sequential training to 1e-10: tests/test_vectorised_training.py)."""
-    packed = results(run_tiny(tmp_path, "--no-mlflow", name="packed").root)
-    alone = results(run_tiny(tmp_path, "--no-mlflow", "--pack", "off", name="alone").root)
+    packed = results(run_tiny(tmp_path, "--no-mlflow", *ONE_AT_A_TIME, name="packed").root)
+    alone = results(run_tiny(tmp_path, "--no-mlflow", "--pack", "off", *ONE_AT_A_TIME,
+                             name="alone").root)
     key = ["role", "n_members", "epsilon", "lr", "fold", "model", "model_params"]  # keys name
     # their sweep, so the two sweeps' trial ids differ
     merged = packed.merge(alone, on=key, suffixes=("_packed", "_alone"))
@@ -80,7 +81,8 @@ def test_packed_and_unpacked_sweeps_give_the_same_records(tmp_path):
     assert (ensemble["packed_members_alone"] == ensemble["n_members"]).all()
 
 
-SMALL = ("--members", "2", "--epsilons", "0", "--competitors", "none")   # 2 configurations
+SMALL = ("--members", "2", "--epsilons", "0", "--competitors", "none",     # 2 configurations
+         *ONE_AT_A_TIME)
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +145,8 @@ def test_a_second_sweep_of_the_same_name_needs_resume(served):
 
 def test_storage_may_be_a_pyarrow_uri(tmp_path):
     db = tmp_path / "tracking.db"
-    outcome = run_tiny(tmp_path, "--members", "2", "--epsilons", "0", "--competitors", "none",
-                       "--storage", f"file://{tmp_path}/shared", "--mlflow-uri", f"sqlite:///{db}")
+    outcome = run_tiny(tmp_path, *SMALL, "--storage", f"file://{tmp_path}/shared",
+                       "--mlflow-uri", f"sqlite:///{db}")
     assert outcome.root == f"{tmp_path}/shared/tiny"
     assert results(outcome.root)["trial_id"].nunique() == 2
     assert (tmp_path / "shared" / "tiny" / "tune").is_dir() and db.exists()

@@ -21,7 +21,7 @@ from sklearn.dummy import DummyRegressor
 
 from sweeps import Sweep
 from sweeps.engine.runner import failed_trials, run_sweep
-from tests.sweep_helpers import TINY, results
+from tests.sweep_helpers import ONE_AT_A_TIME, TINY, results
 from tests.sweep_helpers import free_port
 
 pytestmark = pytest.mark.timeout(600)
@@ -76,7 +76,7 @@ def test_sigterm_stops_a_sweep_as_ctrl_c_does(tmp_path):
     root = tmp_path / "term"
     driver = subprocess.Popen(
         [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(tmp_path), "--name",
-         "term", "--num-cpus", "2", "--no-mlflow", "--set", "epochs=30"],
+         "term", "--num-cpus", "2", *ONE_AT_A_TIME, "--no-mlflow", "--set", "epochs=30"],
         env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -161,6 +161,10 @@ def others(mine: Path) -> bool:
     return any(p != mine for p in mine.parent.iterdir())
 
 
+def workers_seen(mine: Path) -> int:
+    return sum(1 for _ in mine.parent.iterdir())
+
+
 class WaitsForAnotherWorker(DummyRegressor):
     """A plug-in member: in the second trial a worker process runs, fit waits until another
     worker has run a trial."""
@@ -176,15 +180,31 @@ class WaitsForAnotherWorker(DummyRegressor):
         return super().fit(X, y, sample_weight)
 
 
-class WaitsForTwoWorkers(DummyRegressor):
-    """A plug-in member whose fit waits until two worker processes run trials of the sweep:
-    tests/test_cluster_autoscaler.py's two trials at once, on two nodes."""
+class WaitsForWorkers(DummyRegressor):
+    """A plug-in member whose fit waits until WORKERS worker processes run trials of the sweep:
+    that many trials at once, whatever the machine's pace (a pace of epochs to outlast the
+    workers' start, a fast CPU beats)."""
+
+    WORKERS: int
 
     def fit(self, X, y, sample_weight=None):
         if found := worker_file():
             found[1].touch()
-            wait_for(lambda: others(found[1]), "no second worker ran a trial")
+            wait_for(lambda: workers_seen(found[1]) >= self.WORKERS,
+                     f"fewer than {self.WORKERS} workers ran trials")
         return super().fit(X, y, sample_weight)
+
+
+class WaitsForTwoWorkers(WaitsForWorkers):
+    """tests/test_cluster_autoscaler.py's two trials at once, on two nodes."""
+
+    WORKERS = 2
+
+
+class WaitsForFourWorkers(WaitsForWorkers):
+    """tests/test_sweep_gpu.py's four quarter-GPU trials at once."""
+
+    WORKERS = 4
 
 
 def test_a_local_sweep_starts_its_own_ray_and_fills_every_slot(tmp_path, monkeypatch,

@@ -174,6 +174,9 @@ def _stop(found: dict) -> None:
         return [pid for pid, ident in identities.items() if ident and _identity(pid) == ident]
 
     _signal(running(), signal.SIGTERM)
+    # A stopped process (SIGSTOP, Ctrl-Z) takes the SIGTERM only once continued: it would sit
+    # out STOP_WAIT_S and then be SIGKILLed, without the chance to end cleanly.
+    _signal(running(), signal.SIGCONT)
     deadline = time.monotonic() + STOP_WAIT_S
     while running() and time.monotonic() < deadline:
         time.sleep(0.1)

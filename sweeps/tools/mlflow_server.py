@@ -31,6 +31,9 @@ from sbfn_dist.interfaces.usage import HelpFormatter
 HOST = "127.0.0.1"
 PID_FILE = "server.pid"
 LOG_FILE = "server.log"
+# MLflow's job execution: the server starts background job consumers (huey, about ten
+# Python processes, ~45 CPU-s on 2 cores) for features no sweep uses.
+NO_JOB_EXECUTION = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def healthy(port: int, timeout: float = 2.0) -> bool:
@@ -73,7 +76,7 @@ def start(store_dir, artifact_root: str, port: int = 5000, workers: int = 2, tim
         return None
     store_dir = pathlib.Path(store_dir).expanduser().resolve()
     store_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+    env = {**os.environ, **NO_JOB_EXECUTION}
     with open(store_dir / LOG_FILE, "ab") as log:
         process = subprocess.Popen(
             server_command(store_dir, artifact_root, port, workers), cwd=store_dir, env=env,
