@@ -157,10 +157,6 @@ def wait_for(condition, what: str) -> None:
         time.sleep(0.05)
 
 
-def others(mine: Path) -> bool:
-    return any(p != mine for p in mine.parent.iterdir())
-
-
 def workers_seen(mine: Path) -> int:
     return sum(1 for _ in mine.parent.iterdir())
 
@@ -175,7 +171,7 @@ class WaitsForAnotherWorker(DummyRegressor):
             ran = mine.read_text().split() if mine.exists() else []
             if trial not in ran:
                 if ran:
-                    wait_for(lambda: others(mine), "no other worker ran a trial")
+                    wait_for(lambda: workers_seen(mine) >= 2, "no other worker ran a trial")
                 mine.write_text(" ".join([*ran, trial]))
         return super().fit(X, y, sample_weight)
 

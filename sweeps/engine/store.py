@@ -22,11 +22,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from analysis.collect import merge_is_current, merged_parts_metadata
+# The directory's names, and whether its merge is current, as its reader (the report) has them
+from analysis.collect import (PARTS_DIR, RESULTS_FILE, SWEEP_FILE as SPEC_FILE,  # noqa: F401
+                              merge_is_current, merged_parts_metadata)
 from sbfn_dist.errors import SbfnError
-
-RESULTS_FILE = "results.parquet"
-SPEC_FILE = "sweep.json"
 
 
 class StorageError(SbfnError):
@@ -59,7 +58,7 @@ class ResultStore:
     def create(self) -> None:
         """Make the directory and prove it is writable before any trial starts."""
         try:
-            self.fs.create_dir(f"{self.root}/parts", recursive=True)
+            self.fs.create_dir(f"{self.root}/{PARTS_DIR}", recursive=True)
             self._write_bytes(f"{self.root}/.write-test", b"ok")
             self.fs.delete_file(f"{self.root}/.write-test")
         except OSError as exc:
@@ -100,7 +99,7 @@ class ResultStore:
     # --- reading -----------------------------------------------------------------------
     def part_path(self, key: str, fold) -> str:
         suffix = "failed" if fold == "failed" else f"f{fold}"
-        return f"{self.root}/parts/{key}-{suffix}.parquet"
+        return f"{self.root}/{PARTS_DIR}/{key}-{suffix}.parquet"
 
     def has_part(self, key: str, fold) -> bool:
         return self._exists(self.part_path(key, fold))
@@ -116,8 +115,8 @@ class ResultStore:
         return self._read_tables(self._part_paths(key))
 
     def _part_paths(self, key: str = "") -> list:
-        selector = pafs.FileSelector(f"{self.root}/parts", allow_not_found=True)
-        prefix = f"{self.root}/parts/{key}-" if key else ""
+        selector = pafs.FileSelector(f"{self.root}/{PARTS_DIR}", allow_not_found=True)
+        prefix = f"{self.root}/{PARTS_DIR}/{key}-" if key else ""
         return sorted(i.path for i in self.fs.get_file_info(selector)
                       if i.path.endswith(".parquet") and i.path.startswith(prefix))
 
@@ -135,7 +134,7 @@ class ResultStore:
     def read_records(self) -> pd.DataFrame:
         """The sweep's records: results.parquet, else (a run stopped before the driver merged
         them, or a part written after it did) every part; empty when there are none."""
-        if self.has(RESULTS_FILE) and merge_is_current(self.fs, self.root):
+        if merge_is_current(self.fs, self.root):      # False without a results.parquet
             return pq.read_table(f"{self.root}/{RESULTS_FILE}", filesystem=self.fs).to_pandas()
         return self.read_parts()
 
