@@ -16,13 +16,14 @@ demo: .venv/.installed
 
 # No system packages, no sudo: a test that needs a browser skips, saying why (-rs prints the
 # reasons); .ci/run installs Chromium first.
-# Two groups of tests at a time (pytest-xdist); tests/conftest.py forms the groups, each run
-# whole in one process so that its module and shared fixtures (a finished sweep, a Ray, an
-# MLflow server) run once. The in-process tests run one thread (conftest.py), and much of a
-# sweep's time is one process starting or stopping (imports, Ray's set-up): alone, they leave
-# the second core idle. Every test holds beside another (a sweep starts a Ray of its own).
+# Three groups of tests at a time on the 2 cores (pytest-xdist); tests/conftest.py forms the
+# groups, each run whole in one process so that its module and shared fixtures (a finished
+# sweep, a Ray, an MLflow server) run once. Much of a sweep test's time is waiting for processes
+# to start or stop (a driver, Ray's daemons, a trial worker importing torch): with two groups
+# the cores were idle ~15% of the time, and a third fills it (625 -> 503 s; four: 509 s,
+# docs/benchmarks.md §11). Every test holds beside others (a sweep starts a Ray of its own).
 test: .venv/.installed
-	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -n 2 --dist loadfile
+	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -n 3 --dist loadfile
 
 bench: .venv/.installed
 	.venv/bin/pip install --quiet -c constraints.txt -e '.[test,bench]'

@@ -44,16 +44,16 @@ def mlflow_server(tmp_path_factory):
     server.stop(store)
 
 
-# `make test` runs two groups of tests at a time (pytest-xdist --dist loadfile), each group
+# `make test` runs three groups of tests at a time (pytest-xdist --dist loadfile), each group
 # whole in one process: a test file is a group, so that its module fixtures run once, and the
 # files that share session fixtures (mlflow_server above, shared_sweeps below) are one group,
 # so that each of those runs once.
 SHARED_FIXTURE_FILES = ("test_sweep_credentials.py", "test_sweep_mlflow.py",
                         "test_sweep_optuna.py", "test_sweep_run.py")
 # Seconds each group took (tests/durations.json, written by `python -m tests.durations LOG` from
-# a run with --durations=0): the longest groups start first, so that the two processes end
+# a run with --durations=0): the longest groups start first, so that the processes end
 # together rather than one running the last long file alone (in the test-count order xdist
-# uses, 3 of the 8 minutes were one process's tail). Stale figures only cost speed.
+# used, 3 of the 8 minutes were one process's tail). Stale figures only cost speed.
 DURATIONS = pathlib.Path(__file__).with_name("durations.json")
 
 

@@ -1,7 +1,7 @@
 """Write tests/durations.json from a pytest log of `--durations=0`: seconds per test group
 (conftest.group_of), which `make test` schedules longest first (tests/conftest.py).
 
-    .venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=0 --durations-min=0 > LOG
+    .venv/bin/python -m pytest -q -n 3 --dist loadfile --durations=0 --durations-min=0 > LOG
     .venv/bin/python -m tests.durations LOG
 """
 

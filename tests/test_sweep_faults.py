@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sweeps.engine.claim import ray_processes
 from tests.sweep_helpers import (ONE_AT_A_TIME, TINY, assert_each_fold_once, config_keys,
                                  mlflow_runs, results, run_tiny)
 
@@ -54,69 +55,21 @@ def test_a_worker_node_removed_mid_sweep_loses_no_trial_and_duplicates_none(tmp_
     assert_each_fold_once(results(outcome.root), keys, range(3))
 
 
-def sweep_command(storage: Path, *extra) -> list[str]:
-    return [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(storage),
-            "--name", "killed", "--num-cpus", "2", *ONE_AT_A_TIME, *extra]
-
-
-@pytest.fixture(scope="module")
-def killed(tmp_path_factory) -> dict:
-    """One killed run for both tests below (its start-up is most of either's time): a sweep
-    logged to its own MLflow store, its driver and Ray SIGKILLed after five folds. Before either
-    resumes it, its folder goes to other storage less Tune's state and the MLflow store, which
-    records its own location (a sweep carried to another machine, as the GPU session kit does).
-    Returns moved -> the storage to resume in."""
-    storage = tmp_path_factory.mktemp("killed")
-    root, env = storage / "killed", dict(os.environ, PYTHONUNBUFFERED="1")
-    driver = subprocess.Popen(sweep_command(storage), env=env, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_parts(root, 5)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)   # the driver and the Ray it started
-        driver.wait()
-    elsewhere = storage / "elsewhere"
-    shutil.copytree(root, elsewhere / "killed", ignore=shutil.ignore_patterns("tune", "mlflow.db"))
-    return {False: storage, True: elsewhere}
-
-
-@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved without tune"])
-def test_a_killed_driver_resumes_without_rerunning_finished_folds(killed, moved):
-    """moved: resumed from the copy in other storage: its parts alone resume it."""
-    storage, env = killed[moved], dict(os.environ, PYTHONUNBUFFERED="1")
-    root = storage / "killed"
-    mlflow = ("--no-mlflow",) if moved else ()     # the copy has no MLflow store
-    before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
-    assert 5 <= len(before) < 18
-
-    done = subprocess.run(sweep_command(storage, "--resume", *mlflow), env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    after = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
-    assert {k: after[k] for k in before} == before          # no finished fold was recomputed
-    table = results(root)
-    keys = set(table["trial_id"])
-    assert len(keys) == 6 and len(after) == 6 * 3
-    assert_each_fold_once(table, keys, range(3))
-    if not moved:
-        _, runs = mlflow_runs(f"sqlite:///{root}/mlflow.db", "killed")
-        assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(keys)   # one run a trial
-        assert all(r.info.status == "FINISHED" for r in runs)
-    # The resumed progress line counts the folds finished before the kill too.
-    progress = [line for line in done.stdout.splitlines() if "| folds " in line]
-    assert progress and "folds 18/18" in progress[-1], progress[-3:]
-
-
 # ------------------------------------------------------------------ processes of one sweep
-def tiny_command(storage: Path, name: str, *extra) -> list[str]:
+def tiny_command(storage: Path, name: str, *extra, mlflow: bool = False) -> list[str]:
+    """The tiny sweep's command line, one trial at a time, logged to its own MLflow store only
+    if `mlflow`."""
     return [sys.executable, "-m", "sweeps.regression", *TINY, "--storage", str(storage),
-            "--name", name, "--num-cpus", "2", *ONE_AT_A_TIME, "--no-mlflow", *extra]
+            "--name", name, "--num-cpus", "2", *ONE_AT_A_TIME,
+            *(() if mlflow else ("--no-mlflow",)), *extra]
 
 
-def start_driver(storage: Path, name: str, *extra, log: Path | None = None) -> subprocess.Popen:
+def start_driver(storage: Path, name: str, *extra, log: Path | None = None,
+                 mlflow: bool = False) -> subprocess.Popen:
     """A sweep's driver as its own process (a session of its own: the test kills it alone)."""
     out = open(log, "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(tiny_command(storage, name, *extra), start_new_session=True,
+    return subprocess.Popen(tiny_command(storage, name, *extra, mlflow=mlflow),
+                            start_new_session=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=out,
                             stderr=subprocess.STDOUT, text=True)
 
@@ -133,7 +86,7 @@ def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tupl
     cannot end by themselves while the test looks (some would within a minute); the cleanup
     continues them with its SIGTERM (sweeps.engine.claim). Returns the Ray's session directory
     (as sweep.lock names it) and the frozen leftovers."""
-    from sweeps.engine.claim import ray_processes, ray_session
+    from sweeps.engine.claim import ray_session
     lock = (root / "sweep.lock").read_text()
     session = ray_session(lock)
     assert session, f"the run named no Ray of its own in sweep.lock: {lock}"
@@ -147,6 +100,83 @@ def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tupl
                 os.kill(pid, signal.SIGSTOP)
         left.update(new)
     return session, {pid: cmd for pid, cmd in left.items() if not ended(pid)}
+
+
+def waited(driver: subprocess.Popen, root: Path, parts: int) -> None:
+    """Until the sweep has `parts` parts; if it never does, its driver and Ray are killed."""
+    try:
+        wait_for_parts(root, parts)
+    except BaseException:
+        os.killpg(driver.pid, signal.SIGKILL)
+        raise
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory) -> SimpleNamespace:
+    """One killed run for the tests below (its start-up is most of their time): a sweep logged to
+    its own MLflow store, its driver SIGKILLed after five folds and what of its Ray outlives it
+    frozen, then `python -m sweeps.cleanup` run on it. Before any test resumes it, its folder goes
+    to other storage less Tune's state and the MLflow store, which records its own location (a
+    sweep carried to another machine, as the GPU session kit does). Returns the storages to
+    resume in (storage[moved]), the leftovers and what the cleanup printed and left."""
+    storage = tmp_path_factory.mktemp("killed")
+    root = storage / "killed"
+    driver = start_driver(storage, "killed", mlflow=True)
+    waited(driver, root, 5)
+    session, left = kill_driver_and_freeze_its_ray(driver, root)
+    cleanup = subprocess.run([sys.executable, "-m", "sweeps.cleanup", "--storage", str(storage),
+                              "--name", "killed"], capture_output=True, text=True, timeout=300)
+    elsewhere = storage / "elsewhere"
+    shutil.copytree(root, elsewhere / "killed", ignore=shutil.ignore_patterns("tune", "mlflow.db"))
+    return SimpleNamespace(storage={False: storage, True: elsewhere}, session=session, left=left,
+                           cleanup=cleanup, still_running=ray_processes(session),
+                           not_ended=[pid for pid in left if not ended(pid)])
+
+
+def test_the_cleanup_stops_what_a_killed_driver_left(killed):
+    assert killed.left, "the killed driver's Ray left no process to clean up"
+    assert killed.cleanup.returncode == 0, killed.cleanup.stderr
+    # Ray's agents may exit on their own once the raylet is gone: the cleanup stops the rest.
+    assert 0 < _stopped(killed.cleanup.stdout) <= len(killed.left)
+    assert not killed.not_ended and not killed.still_running
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved without tune"])
+def test_a_killed_driver_resumes_without_rerunning_finished_folds(killed, moved):
+    """In place: the resume is killed too, after one more fold, and the next --resume stops what
+    that run left, then finishes. Moved: resumed from the copy in other storage: its parts alone
+    resume it."""
+    storage = killed.storage[moved]
+    root = storage / "killed"
+    mlflow = not moved                          # the copy has no MLflow store
+    before = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
+    assert 5 <= len(before) < 18
+    if not moved:
+        driver = start_driver(storage, "killed", "--resume", mlflow=True)
+        waited(driver, root, len(before) + 1)
+        session, left = kill_driver_and_freeze_its_ray(driver, root)
+        assert left
+    done = subprocess.run(tiny_command(storage, "killed", "--resume", mlflow=mlflow),
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if not moved:
+        assert "ended without finishing (killed?)" in done.stdout
+        assert 0 < _stopped(done.stdout) <= len(left)
+        assert all(ended(pid) for pid in left) and not ray_processes(session)
+    after = {p.name: p.stat().st_mtime_ns for p in (root / "parts").glob("*.parquet")}
+    assert {k: after[k] for k in before} == before          # no finished fold was recomputed
+    table = results(root)
+    keys = set(table["trial_id"])
+    assert len(keys) == 6 and len(after) == 6 * 3
+    assert_each_fold_once(table, keys, range(3))
+    if mlflow:
+        _, runs = mlflow_runs(f"sqlite:///{root}/mlflow.db", "killed")
+        assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(keys)   # one run a trial
+        assert all(r.info.status == "FINISHED" for r in runs)
+    # The resumed progress line counts the folds finished before the kill too.
+    progress = [line for line in done.stdout.splitlines() if "| folds " in line]
+    assert progress and "folds 18/18" in progress[-1], progress[-3:]
 
 
 HOLD = "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(120)"
@@ -167,7 +197,7 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
     says (Ray's title erases it): never a log viewer, never another Ray."""
     import socket
 
-    from sweeps.engine.claim import ray_processes, ray_session, stop_leftovers
+    from sweeps.engine.claim import ray_session, stop_leftovers
     session, other = tmp_path / "session_a", tmp_path / "session_b"
     for d in (session, other):
         (d / "logs").mkdir(parents=True)
@@ -224,7 +254,7 @@ def retried(tmp_path_factory) -> SimpleNamespace:
     folds are written, one of its trial workers is killed. Returns what each test checks."""
     import ray
 
-    from sweeps.engine.claim import ray_processes, ray_session
+    from sweeps.engine.claim import ray_session
     from sweeps.regression import main as regression
     storage = tmp_path_factory.mktemp("retried")
     seen = SimpleNamespace(root=storage / "twice", log=storage / "first.log", refusals=[])
@@ -270,37 +300,6 @@ def test_a_killed_trial_worker_is_retried_and_each_fold_computed_once(retried):
     table = results(root)
     assert len(after) == 6 * 3 and set(table["status"]) == {"ok"}
     assert_each_fold_once(table, set(table["trial_id"]), range(3))
-
-
-@pytest.mark.slow
-def test_a_killed_driver_leaves_no_ray_process_after_cleanup_or_resume(tmp_path):
-    from sweeps.engine.claim import ray_processes
-    root = tmp_path / "orphans"
-    driver = start_driver(tmp_path, "orphans")
-    wait_for_parts(root, 2)
-    session, left = kill_driver_and_freeze_its_ray(driver, root)
-    assert left, "the killed driver's Ray left no process to clean up"
-    cleanup = subprocess.run([sys.executable, "-m", "sweeps.cleanup", "--storage", str(tmp_path),
-                              "--name", "orphans"], capture_output=True, text=True, timeout=300)
-    assert cleanup.returncode == 0, cleanup.stderr
-    # Ray's agents may exit on their own once the raylet is gone: the cleanup stops the rest.
-    assert _stopped(cleanup.stdout) <= len(left) and _stopped(cleanup.stdout) > 0
-    assert all(ended(pid) for pid in left) and not ray_processes(session)
-
-    # Killed again while resuming: the next --resume stops what that run left, then finishes.
-    driver = start_driver(tmp_path, "orphans", "--resume")
-    wait_for_parts(root, len(list((root / "parts").glob("*.parquet"))) + 1)
-    session, left = kill_driver_and_freeze_its_ray(driver, root)
-    assert left
-    done = subprocess.run(tiny_command(tmp_path, "orphans", "--resume"), capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "ended without finishing (killed?)" in done.stdout
-    assert 0 < _stopped(done.stdout) <= len(left)
-    assert all(ended(pid) for pid in left) and not ray_processes(session)
-    table = results(root)
-    assert_each_fold_once(table, set(table["trial_id"]), range(3))
-    assert table["trial_id"].nunique() == 6
 
 
 @pytest.mark.slow
