@@ -18,18 +18,15 @@ import numpy as np
 import torch
 
 from sbfn_dist.settings import records
-from sbfn_dist.combiners.ensembles import ENSEMBLES, mlp_config, train_together
+from sbfn_dist.combiners.ensembles import ENSEMBLES, train_together
 from sbfn_dist.learners.competitors import build_competitor, competitor_configs
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.data import checks
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
-from sbfn_dist.learners.training import PACK_SHARED, TrainingDiverged
-from sbfn_dist.learners.registry import check_ensemble
+from sbfn_dist.folds import check_parts, load_data, make_parts, pack_key, resolved
+from sbfn_dist.learners.training import TrainingDiverged
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
 from sbfn_dist.runtime import fold_seed, resolve_device
-from sbfn_dist.learners.steps import resolve_engine, resolve_precision
-from sbfn_dist.settings.tasks import TASKS
 
 
 @dataclass
@@ -64,7 +61,7 @@ class Fold:
 
 def run_trial(config) -> list[dict]:
     """One trial's records (a pack of one)."""
-    return _run_pack([_resolved(config)])[0]
+    return _run_pack([resolved(config)])[0]
 
 
 def run_trials(configs, keep=None) -> list[list[dict]]:
@@ -75,7 +72,7 @@ def run_trials(configs, keep=None) -> list[list[dict]]:
     keep(cfg, fold, members, name, params, model), if given, sees every fitted combiner setting
     as it is scored: the one way a fold's trained state leaves the loop (a sweep's
     --keep-models)."""
-    cfgs = [_resolved(c) for c in configs]
+    cfgs = [resolved(c) for c in configs]
     groups: dict = {}
     for i, cfg in enumerate(cfgs):
         key = pack_key(cfg)
@@ -85,45 +82,6 @@ def run_trials(configs, keep=None) -> list[list[dict]]:
         for i, recs in zip(members, _run_pack([cfgs[i] for i in members], keep)):
             out[i] = recs
     return out
-
-
-# What the trials of a pack share beside their members' PACK_SHARED settings: everything their
-# folds' parts depend on, so that one fold preparation serves them all.
-FOLD_FIELDS = ("dataset", "task", "target", "data_dir", "include_random_vars", "n_samples",
-               "split", "folds", "fold", "test_fraction", "seed", "val_fraction", "device")
-
-
-# What the image trials of a pack may differ in: their epsilon (each set of the stack keeps its
-# own delta); everything else (data, split, kind, M, optimizer, heads) is the same.
-IMAGE_PACK_FREE = ("epsilon", "trial_id")
-
-
-def pack_key(cfg: TrialConfig):
-    """Trials with the same key may train their members as one pack; None: never packed
-    (a competitor-only trial trains no members)."""
-    if not cfg.combiners:
-        return None
-    if cfg.modality == "image":
-        return ("image", *sorted((k, repr(v)) for k, v in cfg.to_dict().items()
-                                 if k not in IMAGE_PACK_FREE))
-    mcfg = mlp_config(cfg, 0, TASKS[cfg.task].geometry)
-    return (tuple(cfg.get(f) for f in FOLD_FIELDS), cfg.uses_validation(),
-            tuple(getattr(mcfg, f) for f in PACK_SHARED))
-
-
-def _resolved(config) -> TrialConfig:
-    """The config with what "auto" chose on this machine: records carry the device, precision
-    and step engine used, not "auto"."""
-    cfg = TrialConfig.from_dict(config)
-    if not cfg.has("device"):
-        return cfg
-    device = resolve_device(cfg.device)
-    chosen = {"device": device}
-    if cfg.has("precision"):
-        chosen["precision"] = resolve_precision(cfg.precision, device)
-    if cfg.has("step_engine"):
-        chosen["step_engine"] = resolve_engine(cfg.step_engine, device)
-    return TrialConfig({**cfg.to_dict(), **chosen})
 
 
 def _run_pack(cfgs: list, keep=None) -> list[list[dict]]:
@@ -147,69 +105,6 @@ def _run_pack(cfgs: list, keep=None) -> list[list[dict]]:
             for name in cfg.get("competitors", ()):
                 recs += competitor_records(cfg, name, fold, base)
     return out
-
-
-# ------------------------------------------------------------------------- data
-# What load_data reads, by modality: two configs that agree on these load the same data.
-LOAD_FIELDS = {"tabular": ("dataset", "task", "target", "data_dir", "include_random_vars",
-                           "n_samples", "seed"),
-               "image": ("dataset", "data_dir", "image_size")}
-
-
-def load_data(cfg: TrialConfig):
-    if cfg.modality == "image":
-        from sbfn_dist.data.images import load_images
-        return load_images(cfg.dataset, cfg.get("data_dir"), cfg.get("image_size"))
-    from sbfn_dist.data.tabular import load_tabular
-    return load_tabular(cfg.dataset, data_dir=cfg.get("data_dir"), target=cfg.get("target"),
-                        include_random_vars=cfg.get("include_random_vars", False),
-                        n_samples=cfg.n_samples, seed=cfg.seed, task=cfg.task)
-
-
-def make_parts(cfg: TrialConfig, data) -> list:
-    """The trial's (train, test) parts, each checked for what the trial fits on it."""
-    if cfg.modality == "image":
-        from sbfn_dist.data.images import default_n_val, holdout_splits
-        return holdout_splits(data, n_splits=cfg.folds, n_train=cfg.n_train,
-                              n_val=default_n_val(cfg.get("n_val"), cfg.uses_validation(), data),
-                              n_test=cfg.n_test, seed=cfg.seed)
-    parts = tabular_splits.make_splits(data, cfg.split, folds=cfg.get("folds", 1), seed=cfg.seed,
-                                       test_fraction=cfg.get("test_fraction", 0.2))
-    check_parts(cfg, data, parts)
-    return parts
-
-
-def check_parts(cfg: TrialConfig, data, parts: list) -> None:
-    """Each training part of the trial's folds leaves room for what is fitted on it: a target
-    that varies (regression), a stratified validation part (stacked combiners) and the inner
-    folds of the plug-ins and of sbfn_rbf -- refused here, before any member trains."""
-    for k in cfg.fold_indices():
-        train, of = parts[k][0], f" (fold {k}'s training part)"
-        if data.classes is None:
-            checks.require_varying_target(data.y[train], f"target '{data.target_name}'{of}",
-                                          "use fewer folds or more rows, or check the target")
-        elif cfg.uses_validation():
-            train, _ = tabular_splits.validation_part(data.y, train, cfg.val_fraction,
-                                                      fold_seed(cfg.seed, k))
-        for setting in ("plugin_folds", "inner_folds"):
-            if cfg.has(setting):
-                checks.require_rows(len(train), cfg.get(setting), setting, of)
-
-
-def check_data(configs) -> None:
-    """What run_trial would refuse about the data of each config, found without training:
-    each data set loaded once, every trial's parts made and checked (a sweep's planning)."""
-    loaded: dict = {}
-    for config in configs:
-        cfg = _resolved(config)
-        key = tuple(cfg.get(f) for f in LOAD_FIELDS[cfg.modality])
-        if key not in loaded:
-            loaded[key] = load_data(cfg)
-        make_parts(cfg, loaded[key])
-        if cfg.get("ensemble"):     # your member networks, on a dummy batch of the data's shape
-            x = loaded[key].x
-            check_ensemble(cfg.ensemble, x.shape[1], len(loaded[key].classes), x.shape[2:],
-                           cfg.device)
 
 
 def prepare_fold(cfg: TrialConfig, data, part, k: int) -> Fold:

@@ -1,12 +1,14 @@
-"""Where a trial runs and how its randomness is derived (shared by every task)."""
-
-import torch
+"""Where a trial runs and how its randomness is derived (shared by every task). torch is imported
+where a device is asked about: a sweep's driver plans tabular trials without loading it."""
 
 from sbfn_dist.errors import ConfigError
 
 
 def resolve_device(device: str) -> str:
     """"auto": CUDA when present, else the CPU; "cuda" only where CUDA is present."""
+    if device not in ("auto", "cuda"):
+        return device
+    import torch
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -28,8 +30,10 @@ class torch_threads:
         self.n = n
 
     def __enter__(self):
+        import torch
         self.saved = torch.get_num_threads()
         torch.set_num_threads(self.n)
 
     def __exit__(self, *exc):
+        import torch
         torch.set_num_threads(self.saved)

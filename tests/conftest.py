@@ -65,8 +65,10 @@ def group_of(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """Under --dist loadfile, the groups in order of their last measured time, longest first
-    (a new file, not yet measured, counts as long); each group's own tests keep their order."""
-    if config.getvalue("dist") != "loadfile":
+    (a new file, not yet measured, counts as long); each group's own tests keep their order.
+    The workers collect, and xdist sets their --dist to "no" (its scheduler, FileGroups below,
+    sends the groups in the order the workers collected them)."""
+    if config.getvalue("dist") != "loadfile" and not hasattr(config, "workerinput"):
         return
     seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     unmeasured = max(seconds.values(), default=0.0)

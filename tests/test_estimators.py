@@ -24,7 +24,7 @@ from sbfn_dist.combiners import ensembles
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
-from sbfn_dist.experiment import load_data, make_parts
+from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces import estimators
 from sbfn_dist.interfaces.estimators import COMBINERS, PARAMETERS, FitDivergedError
 from sbfn_dist.runtime import fold_seed

@@ -22,7 +22,8 @@ import pytest
 from sklearn.datasets import load_digits
 
 from sbfn_dist.evaluation.metrics import regression_metrics
-from sbfn_dist.experiment import load_data, make_parts, run_trial
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces.estimators import SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep, SweepResult

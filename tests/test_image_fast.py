@@ -11,7 +11,8 @@ from sbfn_dist.learners import training
 from sbfn_dist.data.images import ImageData, device_images, holdout_splits, load_images
 from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.experiment import pack_key, run_trial, run_trials
+from sbfn_dist.experiment import run_trial, run_trials
+from sbfn_dist.folds import pack_key
 from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.learners.training import CNNConfig, train_cnn_pack

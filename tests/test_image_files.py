@@ -16,7 +16,7 @@ from sbfn_dist import run_trial
 from sbfn_dist.data import image_files
 from sbfn_dist.data.images import load_images
 from sbfn_dist.errors import ConfigError, DataError
-from sbfn_dist.experiment import check_data
+from sbfn_dist.folds import check_data
 from sbfn_dist.learners.cnn import MIN_SIZE
 from sbfn_dist.settings.fields import field
 from tests.conftest import shared_data_dir

@@ -11,7 +11,8 @@ import torch
 
 from sbfn_dist.data.images import device_images, holdout_splits, load_images
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.experiment import check_data, run_trial
+from sbfn_dist.experiment import run_trial
+from sbfn_dist.folds import check_data
 from sbfn_dist.learners import training
 from sbfn_dist.learners.cnn import member_seed
 from sbfn_dist.learners.factories import GenericStack, build_factory_member, check_factory

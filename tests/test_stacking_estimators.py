@@ -23,7 +23,7 @@ from sbfn_dist.combiners.sbfn_ls import fit_lambda_path
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.evaluation.metrics import regression_metrics
-from sbfn_dist.experiment import load_data, make_parts
+from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import defaults

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.experiment import check_data
+from sbfn_dist.folds import check_data
 from sweeps.api import Sweep
 from sweeps.engine.image_commands import ANY, build_for, main_for
 from sweeps.engine.planning import plan

@@ -28,6 +28,7 @@ members and its own columns of the recorded stream, as if it had trained alone.
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -40,6 +41,7 @@ from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.plugins import PluginSet, fit_columns, trial_plugins
 from sbfn_dist.combiners.stacking import LogisticStack, heterogeneous_combiner
 from sbfn_dist.evaluation.diagnostics import classification_diagnostics, regression_diagnostics
+from sbfn_dist.learners.configs import mlp_settings
 from sbfn_dist.learners.cost import count_parameters
 from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.training import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
@@ -62,17 +64,13 @@ def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
 
 def seeded_mlp_config(cfg, seed: int, geometry: str) -> MLPConfig:
     """The MLP members' settings of a trial's or an estimator's `cfg` (a TrialConfig), seeded by
-    a fold's seed (Fold.seed): the one place member settings are read for tables."""
-    return MLPConfig(n_members=cfg.n_members, epsilon=cfg.epsilon, width=cfg.width,
-                     init_scale=cfg.init_scale, lambda1=cfg.lambda1, lr=cfg.lr,
-                     epochs=cfg.epochs, batch_size=cfg.batch_size, activation=cfg.activation,
-                     init_scheme=cfg.init_scheme, seed=seed,
-                     device=resolve_device(cfg.device), dtype=cfg.dtype, geometry=geometry)
+    a fold's seed (Fold.seed), on the device it resolves to here."""
+    return replace(mlp_settings(cfg, seed, geometry), device=resolve_device(cfg.device))
 
 
 def seeded_cnn_config(cfg, seed: int) -> CNNConfig:
     """The CNN members' settings of `cfg` as resolved (a trial's device, precision and step
-    engine are this machine's, sbfn_dist.experiment._resolved), seeded by a fold's seed."""
+    engine are this machine's, sbfn_dist.folds.resolved), seeded by a fold's seed."""
     sgd = cfg.optimizer == "sgd"
     return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,

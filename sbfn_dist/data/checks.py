@@ -5,8 +5,8 @@
     image_files               your images (npz:, folder:): two classes, one image shape,
                               finite pixels (check_images)
     images.holdout_splits     every class has an image for each part of a split
-    experiment.make_parts     every training part: a varying target, rows for the inner folds,
-                              a stratified validation part (experiment.check_parts)
+    folds.make_parts          every training part: a varying target, rows for the inner folds,
+                              a stratified validation part (folds.check_parts)
     sweeps.engine.runner      the same two, once per data set in the driver, before Ray starts
     estimators                the facts that apply to the X, y given to fit
 

@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.experiment import run_trial
 from sbfn_dist.settings.fields import BY_NAME, Items
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.tasks import TASKS
@@ -91,6 +90,7 @@ def main(argv=None) -> int:
         config = parse_assignments(args.assignments)
         out = check_out(args.out) if args.out else None
         start = time.perf_counter()
+        from sbfn_dist.experiment import run_trial    # torch: not for --help or a bad flag
         records = run_trial(config)
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -32,9 +32,10 @@ import numpy as np
 import torch
 
 from sbfn_dist.learners.cost import count_parameters, flops_per_example
+from sbfn_dist.learners.configs import PACK_SHARED, CNNConfig, MLPConfig
 from sbfn_dist.learners.diversity import SetWeights
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.settings.fields import OPTIMIZERS, defaults
+from sbfn_dist.settings.fields import OPTIMIZERS
 from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.mlp import VectorisedMLP, member_init
 from sbfn_dist.learners.cnn import member_seed
@@ -45,58 +46,10 @@ from sbfn_dist.learners.steps import StepRunner, autocast, memory_format, tuned_
 # Below this batch size a step's tensors are tiny and a second intra-op thread only spins:
 # the demo took 300 s with torch's default 2 threads under load and 22 s with one.
 SINGLE_THREAD_BELOW = 32
-_MLP = defaults("regression", "tabular")
-_CNN = defaults("classification", "image")
-
-
-# What the hypothesis sets of one pack must share: the visit order (seed, epochs, batch size,
-# shuffle) and one kernel per layer (width, activation, dtype, device, loss); everything else
-# of an MLPConfig may differ from set to set.
-PACK_SHARED = ("width", "epochs", "batch_size", "activation", "seed", "device", "dtype",
-               "geometry", "shuffle")
 
 
 class TrainingDiverged(RuntimeError):
     """The members' parameters became NaN or infinite (a result, not a crash: status 'diverged')."""
-
-
-@dataclass(frozen=True)
-class MLPConfig:
-    """What train_mlp uses; defaults: the tabular-regression ones of sbfn_dist.settings.fields."""
-    n_members: int = _MLP["n_members"]
-    epsilon: float = _MLP["epsilon"]
-    width: int = _MLP["width"]              # kappa: neurons per hidden layer
-    init_scale: float = _MLP["init_scale"]  # chi
-    lambda1: float = _MLP["lambda1"]        # L1 penalty, applied as lambda1 / N per step
-    lr: float = _MLP["lr"]                  # eta_theta
-    epochs: int = _MLP["epochs"]
-    batch_size: int = _MLP["batch_size"]    # b = 1 is exactly Algorithm 1
-    activation: str = _MLP["activation"]
-    init_scheme: str = _MLP["init_scheme"]
-    seed: int = 0
-    device: str = "cpu"
-    dtype: str = _MLP["dtype"]
-    geometry: str = "squared"               # the loss: squared (regression), cross_entropy
-    shuffle: bool = True
-
-
-@dataclass(frozen=True)
-class CNNConfig:
-    """What train_cnn uses; defaults: the image-classification ones of sbfn_dist.settings.fields."""
-    ensemble: str = _CNN["ensemble"]        # mixed | cnn | resnet | an architecture | a factory
-                                            # path | a list of these, joined by ","
-    n_members: int = _CNN["n_members"]
-    epsilon: float = _CNN["epsilon"]
-    epochs: int = _CNN["epochs"]
-    batch_size: int = _CNN["batch_size"]
-    optimizer: str = _CNN["optimizer"]
-    lr: float = _CNN["lr"]
-    momentum: float = _CNN["momentum"]      # SGD only
-    weight_decay: float = _CNN["weight_decay"]
-    seed: int = 0
-    # How the step runs (sbfn_dist.learners.steps), as resolved for the device: trials pass theirs.
-    precision: str = "fp32"                 # fp32 | bf16 (autocast, channels_last on CUDA)
-    engine: str = "eager"                   # eager | cuda_graph
 
 
 @dataclass

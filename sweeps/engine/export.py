@@ -43,7 +43,7 @@ import pyarrow.fs as pafs
 from sbfn_dist.data.splits import fixed_split
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
-from sbfn_dist.experiment import load_data, make_parts
+from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import COMBINERS, estimator_for
 from sbfn_dist.runtime import fold_seed

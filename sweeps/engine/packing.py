@@ -1,6 +1,6 @@
 """Which configurations of a grid train together (`--pack auto|on|off`): one Ray trial per pack.
 
-Tabular configurations that agree on `sbfn_dist.experiment.pack_key` (same data and folds, same
+Tabular configurations that agree on `sbfn_dist.folds.pack_key` (same data and folds, same
 member width, epochs, batch size, activation, dtype) can train their members as one stack per
 fold: `sbfn_dist.experiment.run_trials`, equal to training them one after another up to
 floating-point rounding. `auto` splits each such group into as many packs as there are trial
@@ -18,7 +18,7 @@ grouped convolutions get slower per group as groups are added (docs/benchmarks.m
 import math
 
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.experiment import pack_key
+from sbfn_dist.folds import pack_key
 
 PACK_MODES = ("auto", "on", "off")
 # Hidden-to-hidden weights of one pack, at most: 500k float32 weights are 2 MB, the L2 cache of

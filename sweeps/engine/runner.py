@@ -31,7 +31,6 @@ from sweeps.engine.planning import (Planned, SweepOptions, folds_of, plan, plan_
                                     points_of, result_store, settings_of, shared)
 from sweeps.engine.spaces import SweepSpec, axis_text
 from sweeps.engine.store import ResultStore
-from sweeps.engine.trainable import sweep_trainable
 
 
 @dataclass
@@ -186,7 +185,7 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     or data too small for the folds, stops the sweep before Ray starts, not every trial in it."""
     if opts.address:
         return  # the workers, not this machine, hold the data on a cluster
-    from sbfn_dist.experiment import check_data
+    from sbfn_dist.folds import check_data
     check_data([TrialConfig(c) for c in configs])     # planned: trusted, not checked again
 
 
@@ -226,6 +225,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
     from ray import tune
 
     from sweeps.engine.environment import defaults_while
+    from sweeps.engine.trainable import sweep_trainable     # torch: only where trials run
     # The plan goes to the object store once (with_parameters); each trial's config names its
     # configurations (sweeps.engine.planning).
     trainable = tune.with_resources(

@@ -26,14 +26,15 @@ import tempfile
 
 import pyarrow.fs as pafs
 
-from sbfn_dist.experiment import run_trials
-from sbfn_dist.interfaces import saved
-from sbfn_dist.interfaces.estimators import COMBINERS, regressor_from_fold
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.planning import Planned, folds_of
 from sweeps.engine.spaces import axis_text
 from sweeps.engine.store import ResultStore
+
+# The driver imports this module too (Tune is handed sweep_trainable; the progress line and
+# MLflow read summarise): what trains (torch, the fold loop, the estimators) is imported inside
+# the functions that run in a trial, so that a tabular sweep's driver never loads torch.
 
 
 def _quiet_worker_exit(unraisable) -> None:
@@ -106,6 +107,7 @@ def _run_fold(configs: list[dict], fold, keep=None) -> list:
     together, and if that raises, each configuration alone (only then is it known which)."""
     # Planned configurations, validated in the driver: trusted here (TrialConfig, not from_dict),
     # and one of their own folds keeps them valid.
+    from sbfn_dist.experiment import run_trials
     runs = [TrialConfig({**c, "fold": fold}) for c in configs]
     try:
         return run_trials(runs, keep)
@@ -116,6 +118,7 @@ def _run_fold(configs: list[dict], fold, keep=None) -> list:
 
 
 def _alone(run: TrialConfig, keep=None):
+    from sbfn_dist.experiment import run_trials
     try:
         return run_trials([run], keep)[0]
     except Exception as exc:  # noqa: BLE001 - this configuration's error, raised at the end
@@ -135,6 +138,7 @@ def kept_dir(trial_id: str, fold, model: str, model_params: dict) -> str:
 def keepable(cfg: TrialConfig, model: str) -> bool:
     """Whether an estimator holds the trial's fitted `model`: a regression combiner of the
     estimators over the members alone (classification and plug-in members: an export refits)."""
+    from sbfn_dist.interfaces.estimators import COMBINERS
     return (cfg.task == "regression" and model in COMBINERS["regression"]
             and not cfg.get("plugin_members"))
 
@@ -147,6 +151,7 @@ def _keeper(store: ResultStore, model: str):
 
     def keep(cfg: TrialConfig, fold, members, name: str, params: dict, fitted) -> None:
         if name == model and keepable(cfg, name):
+            from sbfn_dist.interfaces.estimators import regressor_from_fold
             estimator = regressor_from_fold(cfg.to_dict(), name, params, fold, members, fitted)
             _save_kept(store, estimator, kept_dir(cfg.trial_id, fold.index, name, params))
     return keep
@@ -156,6 +161,7 @@ def _save_kept(store: ResultStore, estimator, relative: str) -> None:
     """The estimator saved locally, then copied into the store (any pyarrow filesystem), its
     manifest last: the export takes a kept folder only with its manifest, so a copy cut short
     (a killed worker) is never half-read but refitted."""
+    from sbfn_dist.interfaces import saved
     with tempfile.TemporaryDirectory() as d:
         saved.save(estimator, f"{d}/model")
         os.replace(f"{d}/model/{saved.MANIFEST}", f"{d}/{saved.MANIFEST}")
