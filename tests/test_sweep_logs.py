@@ -62,16 +62,21 @@ RAY_PRINT = textwrap.dedent("""
         ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")
         ray.get(ray.remote(lambda: print("from-a-trial")).remote())
         assert pipe.seen.wait(60), "Ray never forwarded the trial's line"
+        raylet = ray._private.worker.global_worker.node.all_processes["raylet"][0].process.pid
+        environ = open(f"/proc/{raylet}/environ").read().split("\\0")
         ray.shutdown()
-    out.write(repr(pipe.text))
+    environ = dict(v.split("=", 1) for v in environ if "=" in v)
+    out.write(repr((pipe.text, environ.get("RAY_prestart_worker_first_driver"))))
 """)
 
 
-def test_lines_ray_forwards_from_trials_carry_no_colour_codes_in_a_pipe():
+def test_the_ray_a_sweep_starts_forwards_trials_lines_without_colour_codes_in_a_pipe():
+    """... and starts workers as trials need them (its raylet's settings, environment.py)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_COLOR_PREFIX"}
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:   # short socket paths
         done = subprocess.run([sys.executable, "-c", RAY_PRINT], capture_output=True, text=True,
                               env={**env, "RAY_TMPDIR": ray_tmp}, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
-    forwarded = eval(done.stdout)       # noqa: S307 - our own repr
+    forwarded, prestart = eval(done.stdout)       # noqa: S307 - our own repr
     assert "from-a-trial" in forwarded and "\x1b[" not in forwarded
+    assert prestart == "0"
