@@ -150,10 +150,20 @@ def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings
 
 
 def test_the_best_of_a_pack_is_named_by_its_own_axes():
-    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.4}, 5: {"sbfn_ls": 0.3}}, folds_done=2)
+    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.4}, 5: {"sbfn_ls": 0.3}}, folds_done=10)
     assert "best sbfn_ls rmse 0.3 (n_members=5)" in progress().line([pack])
-    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.2}, 5: {"sbfn_ls": 0.3}}, folds_done=2)
+    pack = trial("P0", "RUNNING", {2: {"sbfn_ls": 0.2}, 5: {"sbfn_ls": 0.3}}, folds_done=10)
     assert "best sbfn_ls rmse 0.2 (n_members=2)" in progress().line([pack])   # as the table says
+
+
+def test_the_best_has_every_fold_it_planned():
+    """A lucky first fold, or a configuration ASHA stopped after it, is no best beside a whole
+    one (as the end table ranks); before any configuration is whole, no best is named."""
+    whole = trial("M5", "TERMINATED", {5: {"sbfn_ls": 0.5}}, folds_done=10)
+    lucky = trial("M2", "RUNNING", {2: {"sbfn_ls": 0.1}}, folds_done=1)
+    stopped = trial("M3", "TERMINATED", {3: {"sbfn_ls": 0.2}}, folds_done=2)
+    assert "best sbfn_ls rmse 0.5 (n_members=5)" in progress().line([whole, lucky, stopped])
+    assert "best" not in progress().line([lucky, stopped])
 
 
 def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_path):

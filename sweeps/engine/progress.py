@@ -93,8 +93,10 @@ class QuietTrialFailures(logging.Filter):
 class ProgressLine(Callback):
     """One line at most every `every` seconds while results come in, one per failure, and one at
     the end. It counts configurations (a Tune trial trains a pack of them); `configurations` is
-    how many the sweep plans (Tune creates its trials as it goes). "best" is the best running CV
-    mean of the sweep's `objective` model (not a competitor's or an M = 1 reference's)."""
+    how many the sweep plans (Tune creates its trials as it goes). "best" is the best CV mean of
+    the sweep's `objective` model (not a competitor's or an M = 1 reference's) among the
+    configurations with every fold they planned: a running mean over a lucky first fold, or an
+    ASHA-stopped configuration's, is not set beside whole ones (the end table's rule)."""
 
     def __init__(self, name: str, total_folds: int, mode: str, configurations: int = 0,
                  objective: str = "", metric: str = "", every: float = 5.0):
@@ -185,12 +187,12 @@ class ProgressLine(Callback):
         return count
 
     def _best(self, trials):
-        """(value, model, axes) of the best configuration so far. Each trial's latest running CV
-        means; trials finished before a --resume report nothing in this run, so Tune's restored
-        last_result speaks for them."""
+        """(value, model, axes) of the best configuration with every planned fold so far. Each
+        trial's latest CV means; trials finished before a --resume report nothing in this run,
+        so Tune's restored last_result speaks for them."""
         scored = [(summary["objective"], summary.get("objective_model", ""), trial, key)
                   for trial in trials for key, summary in _summaries(trial).items()
-                  if _usable(summary.get("objective"))
+                  if _usable(summary.get("objective")) and _whole(trial, summary)
                   and (not self.objective or summary.get("objective_model") == self.objective)]
         if not scored:
             return None
@@ -215,7 +217,16 @@ def _complete(trial, size: int) -> int:
     result = trial.last_result or {}
     if "folds_planned" not in result:
         return size if trial.status == "TERMINATED" and result else 0
-    return sum(s.get("folds_done") == result["folds_planned"] for s in _summaries(trial).values())
+    return sum(_whole(trial, s) for s in _summaries(trial).values())
+
+
+def _whole(trial, summary: dict) -> bool:
+    """Whether a configuration's summary (of the trial's last result) covers every fold it
+    planned; an older sweep's run did not report them: its finished trials are whole."""
+    result = trial.last_result or {}
+    if "folds_planned" not in result:
+        return trial.status == "TERMINATED"
+    return summary.get("folds_done") == result["folds_planned"]
 
 
 def _usable(value) -> bool:
