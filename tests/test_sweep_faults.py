@@ -229,6 +229,21 @@ def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
     assert lock.read_text() == ""        # a run that ended clears it
 
 
+def test_a_resume_while_the_first_run_starts_is_told_it_runs(tmp_path, capsys):
+    """Before the first run has written sweep.json, a --resume is refused as a second run is
+    (it was told there was no sweep); once no run holds the lock, there is none to resume."""
+    from sweeps.engine.claim import claim
+    from sweeps.engine.store import ResultStore
+    from sweeps.regression import main as regression
+    argv = [*TINY, "--storage", str(tmp_path), "--name", "starting", "--no-mlflow", "--resume"]
+    with claim(ResultStore(str(tmp_path / "starting")), "starting"):
+        assert regression(argv) == 2
+    err = capsys.readouterr().err
+    assert "the sweep 'starting' is running now (pid " in err and "Traceback" not in err
+    assert regression(argv) == 2
+    assert "--resume: there is no sweep at" in capsys.readouterr().err
+
+
 class Finaliser:
     def __init__(self, error: BaseException):
         self.error = error
@@ -263,7 +278,8 @@ def retried(tmp_path_factory) -> SimpleNamespace:
     try:
         deadline = time.monotonic() + 300
         # The first run holds the lock and has started (sweep.json: written once its Ray is
-        # up); before that, a --resume finds no sweep to continue.
+        # up), so that both refusals below meet a started run (before sweep.json, a --resume
+        # is refused too: test_a_resume_while_the_first_run_starts_is_told_it_runs).
         while not (root / "sweep.json").exists() or not (root / "sweep.lock").read_text():
             assert time.monotonic() < deadline and first.poll() is None, log.read_text()
             time.sleep(0.2)

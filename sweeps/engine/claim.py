@@ -81,6 +81,29 @@ def claim(store: ResultStore, name: str) -> Claim:
         return Claim(None)
     store.create()      # the directory exists and is writable (else StorageError)
     fd = os.open(os.path.join(store.root, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    _lock(fd, store, name)
+    previous = _text(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
+                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    return Claim(fd, previous)
+
+
+def refuse_while_running(store: ResultStore, name: str) -> None:
+    """claim()'s refusal (SweepBusy) while a run holds the sweep's lock, creating nothing: a
+    --resume of a sweep whose first run is still starting finds no sweep.json yet, and would
+    otherwise be told there is no sweep."""
+    path = os.path.join(store.root, LOCK_FILE)
+    if "://" in store.uri or not os.path.exists(path):
+        return
+    fd = os.open(path, os.O_RDWR)
+    _lock(fd, store, name)
+    os.close(fd)                        # closing drops the lock
+
+
+def _lock(fd: int, store: ResultStore, name: str) -> None:
+    """The sweep's lock on `fd`; while another run holds it, `fd` is closed and SweepBusy says
+    whose run it is."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -89,11 +112,6 @@ def claim(store: ResultStore, name: str) -> Claim:
         raise SweepBusy(f"the sweep '{name}' is running now ({holder or 'its run is starting'}"
                         f"): its results at {store.root} stay its own. Wait for it to end (then "
                         "--resume continues it), or pass --name for a new sweep") from None
-    previous = _text(fd)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
-                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-    return Claim(fd, previous)
 
 
 def _text(fd: int) -> str:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
+from sweeps.engine.claim import refuse_while_running
 from sweeps.engine.distributions import has_ranges, is_range
 from sweeps.engine.model_names import check_model_names, check_objective, distinct_trials
 from sweeps.engine.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
@@ -280,6 +281,7 @@ def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     """The sweep's plan, every configuration validated once, here: a bad value stops the sweep
     before Ray starts and before its results directory is made (a --resume of no sweep too)."""
     if opts.resume and result_store(opts).read_spec() is None:
+        refuse_while_running(result_store(opts), opts.name)     # its first run is starting
         raise SbfnError(f"--resume: there is no sweep at {result_store(opts).root} (check --name "
                         "and --storage)")
     _refuse_sampling_per_fold(spec, opts)
