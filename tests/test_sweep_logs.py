@@ -9,7 +9,7 @@ import sys
 import tempfile
 import textwrap
 
-from sweeps.engine.environment import ray_environment
+from sweeps.engine.environment import RAY_DEFAULTS, ray_environment
 from sweeps.engine.runner import SweepOptions
 from sweeps.engine.tracking import open_experiment
 
@@ -72,7 +72,8 @@ RAY_PRINT = textwrap.dedent("""
 
 def test_the_ray_a_sweep_starts_forwards_trials_lines_without_colour_codes_in_a_pipe():
     """... and starts workers as trials need them (its raylet's settings, environment.py)."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_COLOR_PREFIX"}
+    # The sweep's environment alone sets them (conftest gives this process RAY_DEFAULTS).
+    env = {k: v for k, v in os.environ.items() if k not in {"RAY_COLOR_PREFIX", *RAY_DEFAULTS}}
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:   # short socket paths
         done = subprocess.run([sys.executable, "-c", RAY_PRINT], capture_output=True, text=True,
                               env={**env, "RAY_TMPDIR": ray_tmp}, timeout=180)

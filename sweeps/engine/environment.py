@@ -19,8 +19,7 @@ Ray reads the first when `ray` is first imported (ray._private.ray_constants), s
 plans without importing Ray and sets these before it connects; a process that imported Ray
 before the sweep binds wherever that import decided (set the variable yourself then). The
 others are read by ray.init (the raylet it starts), Tuner.fit and the driver as it prints a
-trial's line. A variable
-the user set is never changed.
+trial's line. A variable the user set is never changed.
 
 Logs: the sweep prints its own progress and summary. Unless --verbose, the MLflow and Optuna
 loggers show warnings and errors only while it runs (their INFO lines -- "Creating initial

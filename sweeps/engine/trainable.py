@@ -107,10 +107,9 @@ def _run_fold(configs: list[dict], fold, keep=None) -> list:
     together, and if that raises, each configuration alone (only then is it known which)."""
     # Planned configurations, validated in the driver: trusted here (TrialConfig, not from_dict),
     # and one of their own folds keeps them valid.
-    from sbfn_dist.experiment import run_trials
     runs = [TrialConfig({**c, "fold": fold}) for c in configs]
     try:
-        return run_trials(runs, keep)
+        return _run_trials(runs, keep)
     except Exception as exc:  # noqa: BLE001 - a configuration's own error, recorded below
         if len(runs) == 1:
             return [exc]
@@ -118,11 +117,16 @@ def _run_fold(configs: list[dict], fold, keep=None) -> list:
 
 
 def _alone(run: TrialConfig, keep=None):
-    from sbfn_dist.experiment import run_trials
     try:
-        return run_trials([run], keep)[0]
+        return _run_trials([run], keep)[0]
     except Exception as exc:  # noqa: BLE001 - this configuration's error, raised at the end
         return exc
+
+
+def _run_trials(runs: list, keep=None) -> list:
+    """sbfn_dist.experiment.run_trials, imported here, where a trial runs (torch)."""
+    from sbfn_dist.experiment import run_trials
+    return run_trials(runs, keep)
 
 
 # ------------------------------------------------------------------------- kept models
