@@ -40,7 +40,7 @@ class Fold:
     task: str
     info: dict               # record columns: target, target_unit, n_train, n_val, n_test, ...
     seed: int                # every random choice of the fold: fold_seed(config seed, index)
-    scaler: FoldScaler | None = None    # regression: maps predictions back to target units
+    scaler: FoldScaler | None = None    # tables: the X (and regression's y) standardisation
     x_val: object = None     # the validation part the stacked combiners fit on
     y_val: np.ndarray | None = None
     n_classes: int | None = None
@@ -140,8 +140,7 @@ def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
     y_train = scaler.transform_y(y[train_idx]) if regression else y[train_idx]
     info = {"target": data.target_name, "target_unit": data.target_unit,
             "n_train": len(train_idx), "n_test": len(test_idx)}
-    fold = Fold(k, x_train, y_train, x_test, y[test_idx], cfg.task, info, seed,
-                scaler=scaler if regression else None,
+    fold = Fold(k, x_train, y_train, x_test, y[test_idx], cfg.task, info, seed, scaler=scaler,
                 device=resolve_device(cfg.get("device", "cpu")))
     if not regression:
         fold.n_classes = len(classes)

@@ -26,6 +26,7 @@ bad value raises ConfigError naming the parameter, the value and what is allowed
 that the combiner or the data kind does not use is ignored (the scikit-learn convention).
 """
 
+import copy
 import dataclasses
 import inspect
 
@@ -279,11 +280,12 @@ class _TensorImages:
     epoch = DeviceImages.epoch
 
 
-def _channel_moments(X: np.ndarray):
-    """The trials' per-channel image moments (data.images.channel_moments), shaped to broadcast
-    over (N, C, H, W) arrays."""
-    mean, std = channel_moments(torch.as_tensor(X))
-    return mean.numpy().reshape(1, -1, 1, 1), std.numpy().reshape(1, -1, 1, 1)
+def _in_members_dtype(combiner, dtype: str, images: bool):
+    """A learned head in the members' dtype (heads train in float32): float64 on tables makes
+    predictions batch-invariant. Image members predict float32 logits."""
+    if not isinstance(combiner, torch.nn.Module):
+        return combiner
+    return combiner.to(torch.float32 if images else getattr(torch, dtype))
 
 
 def _is_images(X) -> bool:
@@ -424,9 +426,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                 _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                       n_classes=len(self.classes_)))
         members, combiner = self._run_fold(cfg, fold)
-        # Heads run in the members' dtype: float64 on tables makes predictions batch-invariant.
-        dtype = torch.float32 if images else getattr(torch, cfg.dtype)
-        self.combiner_ = combiner.to(dtype) if isinstance(combiner, torch.nn.Module) else combiner
+        self.combiner_ = _in_members_dtype(combiner, cfg.dtype, images)
         self.members_ = members
         return self
 
@@ -444,10 +444,34 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.n_features_in_ = int(np.prod(self.image_shape_))
         return X, y
 
+    def _adopt(self, fold: Fold, combiner) -> None:
+        """What fit sets but members_, from a trial's fold (estimator_from_fold): its scaling
+        and input shape, its class codes and a copy of its combiner in the members' dtype (the
+        trial's own is left as the trial holds it)."""
+        images = fold.images is not None
+        self.classes_ = np.arange(fold.n_classes)
+        self.combiner_ = _in_members_dtype(copy.deepcopy(combiner), self.dtype, images)
+        shape = tuple(int(n) for n in fold.x_train.shape[1:])
+        self.image_shape_ = shape if images else None
+        self.n_features_in_ = int(np.prod(shape))
+        if images:
+            self._scaling(None, (fold.images.mean, fold.images.std))
+        else:
+            self._scaling(fold.scaler, None)
+
     def _fit_scaling(self, X: np.ndarray, images: bool) -> None:
-        """Tables: the trials' FoldScaler; images: per-channel moments (_channel_moments)."""
-        self.scaler_ = None if images else FoldScaler().fit(X)
-        self.x_mean_, self.x_scale_ = _channel_moments(X) if images else (None, None)
+        """Tables: the trials' FoldScaler; images: per-channel moments (channel_moments)."""
+        if images:
+            self._scaling(None, channel_moments(torch.as_tensor(X)))
+        else:
+            self._scaling(FoldScaler().fit(X), None)
+
+    def _scaling(self, scaler: FoldScaler | None, moments) -> None:
+        """scaler_ (tables) or x_mean_, x_scale_ (images: the (C,) moments, shaped to broadcast
+        over (N, C, H, W) arrays)."""
+        self.scaler_ = scaler
+        self.x_mean_, self.x_scale_ = ((None, None) if moments is None else
+                                       (m.cpu().numpy().reshape(1, -1, 1, 1) for m in moments))
 
     def _scale_x(self, X: np.ndarray) -> np.ndarray:
         if self.image_shape_ is None:
@@ -502,15 +526,20 @@ def estimator_for(config: dict, combiner: str, combiner_params: dict, random_sta
     return cls(**params)
 
 
-def regressor_from_fold(config: dict, combiner: str, combiner_params: dict, fold: Fold,
-                        members, model) -> SBFNRegressor:
-    """The SBFNRegressor that one fold of a regression trial trained (run_trials' `keep`): its
-    settings `config`, the fold's scaler and seed, its trained `members` and the combiner `model`
-    fitted on them at `combiner_params`. Fitted as fit leaves an estimator and trained by the
-    same loop, so it predicts the fold's test rows exactly as the trial's record scored them."""
+def estimator_from_fold(config: dict, combiner: str, combiner_params: dict, fold: Fold,
+                        members, model):
+    """The estimator that one fold of a trial trained (run_trials' `keep`): its settings
+    `config`, the fold's scaling and seed, its trained `members` and the combiner `model` fitted
+    on them at `combiner_params`; fitted as fit leaves an estimator, so it predicts the fold's
+    test rows as the trial's record scored them (a classifier: its classes are the class codes
+    the trial trained on, 0..C-1)."""
     estimator = estimator_for(config, combiner, combiner_params, fold.seed)
-    estimator.scaler_, estimator.members_, estimator.combiner_ = fold.scaler, members, model
-    estimator.n_features_in_ = fold.x_train.shape[1]
+    estimator.members_ = members
+    if isinstance(estimator, SBFNRegressor):
+        estimator.scaler_, estimator.combiner_ = fold.scaler, model
+        estimator.n_features_in_ = fold.x_train.shape[1]
+    else:
+        estimator._adopt(fold, model)
     return estimator
 
 

@@ -290,6 +290,7 @@ class Loaded:
     tensors: dict
     sklearn: dict
     trust: bool = False          # trust_plugins: your member factories may be imported
+    factories: tuple = ()        # the member factories trusted by name (trust_factories)
     cuda: bool = dataclasses.field(default_factory=torch.cuda.is_available)
 
     def device(self, saved: str) -> str:
@@ -340,7 +341,8 @@ def _decode_built(node: dict, loaded: Loaded):
     cls, recipe = _known(RECIPES, node["built"])
     args = decode(node["args"], loaded)
     # From the arguments themselves, not the manifest's list of code: that could understate it.
-    _refuse_code(_code_it_imports(node["built"], args), loaded.trust)
+    code = [c for c in _code_it_imports(node["built"], args) if c not in loaded.factories]
+    _refuse_code(code, loaded.trust)
     obj = recipe.build(args, loaded.device(args.get("device", "cpu")))
     with torch.no_grad():
         recipe.fill(obj, {k: loaded.tensor(name) for k, name in node["tensors"].items()})
@@ -477,15 +479,18 @@ def read_manifest(path) -> dict:
     return manifest
 
 
-def load(path, *, trust_plugins: bool = False, expect: type | None = None):
+def load(path, *, trust_plugins: bool = False, expect: type | None = None,
+         trust_factories=()):
     """The estimator saved at `path`, fitted as it was saved. trust_plugins: also load what runs
     code when loaded (scikit-learn objects of types beyond TRUSTED_TYPES, your member factories);
-    only for models whose source you trust. expect: the class it must be."""
+    only for models whose source you trust. expect: the class it must be. trust_factories: the
+    member factories (package.module:build) that may be imported, by name, where trust_plugins
+    is False (a sweep's export trusts those its configuration names, no others)."""
     manifest = read_manifest(path)
     cls = _estimator_class(manifest["estimator"], expect, path)
     loaded = Loaded(_read_tensors(Path(path)),
                     _read_sklearn(Path(path), manifest.get("sklearn", {}), trust_plugins),
-                    trust_plugins)
+                    trust_plugins, tuple(trust_factories))
     estimator = cls(**decode(manifest["params"], loaded))
     for name, value in decode({"dict": manifest["fitted"]}, loaded).items():
         setattr(estimator, name, value)

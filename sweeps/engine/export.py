@@ -19,7 +19,7 @@ trial and its test score reproduces the record. k-fold CV trains the final model
 (on the published training rows for fixed_train_kfold, whose test rows then score it);
 --fold K refits fold K's training part instead, seeded as fold K was, so its score on fold K's
 test rows is the record's (tables; image trials augment and hold out their own validation
-images, the estimator does neither: close, not equal).
+images, the estimator does neither: close, not equal -- a kept image model is the trial's own).
 
 A configuration's full config is rebuilt from its records (each row carries the settings its
 model used) and sweep.json's shared settings, and checked against the digest in its trial_id
@@ -46,6 +46,7 @@ from sbfn_dist.evaluation.metrics import classification_scores, regression_metri
 from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import COMBINERS, estimator_for
+from sbfn_dist.learners.registry import kind_archs
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
@@ -229,26 +230,28 @@ def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
     estimator = _kept(store, config, model, model_params, fold)
     how = "refitted" if estimator is None else "kept"
     if estimator is None:
-        estimator = _fitted(config, model, model_params, fold, _take(X, train), y[train],
-                            data.classes)
-    elif isinstance(X, pd.DataFrame):
-        # The trial's rows were these columns, in this order: the model knows them by name.
-        estimator.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        estimator = _fitted(config, model, model_params, fold, _take(X, train), y[train])
+    _with_data_names(estimator, X, data.classes)
     scores = _scores(estimator, _take(X, test), y[test], data.classes) if len(test) else {}
     return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]), how)
 
 
-def _fitted(config: dict, model: str, model_params: dict, fold: int | None, X, y, classes):
+def _fitted(config: dict, model: str, model_params: dict, fold: int | None, X, y):
     """The estimator fitted on (X, y) as the trial fitted `fold` (None: seeded as the trial)."""
     cfg = TrialConfig(config)
     seed = cfg.seed if fold is None else fold_seed(cfg.seed, fold)
     estimator = estimator_for(config, model, model_params, seed)
-    estimator.fit(X, y)
+    return estimator.fit(X, y)
+
+
+def _with_data_names(estimator, X, classes) -> None:
+    """The data's names on a model trained as the trial was, on class codes (the same
+    stratified parts and member outputs) and a bare table: the saved model answers with the
+    classes' names and knows the trial's columns, in their order, by name."""
     if classes is not None:
-        # Trained on the class codes, as the trial was (the same stratified parts and member
-        # outputs); the saved model answers with the classes' names.
         estimator.classes_ = np.asarray(classes)[estimator.classes_]
-    return estimator
+    if isinstance(X, pd.DataFrame):
+        estimator.feature_names_in_ = np.asarray(X.columns, dtype=object)
 
 
 def _kept(store: ResultStore | None, config: dict, model: str, model_params: dict,
@@ -262,7 +265,14 @@ def _kept(store: ResultStore | None, config: dict, model: str, model_params: dic
         return None
     with tempfile.TemporaryDirectory() as d:     # the store may be remote (s3://...)
         copy_directory(f"{store.root}/{relative}", store.fs, f"{d}/model", pafs.LocalFileSystem())
-        return saved.load(f"{d}/model")
+        # The member factories the configuration names are imported by a refit too: trusted as
+        # much, and no other code a kept model might name.
+        return saved.load(f"{d}/model", trust_factories=_factories(config))
+
+
+def _factories(config: dict) -> list:
+    """The member factories (package.module:build) a configuration's image members import."""
+    return kind_archs(config["ensemble"]) if config.get("ensemble") else []
 
 
 def keep_only(store: ResultStore, best) -> None:

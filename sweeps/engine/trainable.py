@@ -140,11 +140,10 @@ def kept_dir(trial_id: str, fold, model: str, model_params: dict) -> str:
 
 
 def keepable(cfg: TrialConfig, model: str) -> bool:
-    """Whether an estimator holds the trial's fitted `model`: a regression combiner of the
-    estimators over the members alone (classification and plug-in members: an export refits)."""
+    """Whether an estimator holds the trial's fitted `model`: a combiner of the task's estimator
+    over the members alone (plug-in members, heterogeneous combiners: an export refits)."""
     from sbfn_dist.interfaces.estimators import COMBINERS
-    return (cfg.task == "regression" and model in COMBINERS["regression"]
-            and not cfg.get("plugin_members"))
+    return model in COMBINERS[cfg.task] and not cfg.get("plugin_members")
 
 
 def _keeper(store: ResultStore, model: str):
@@ -155,8 +154,8 @@ def _keeper(store: ResultStore, model: str):
 
     def keep(cfg: TrialConfig, fold, members, name: str, params: dict, fitted) -> None:
         if name == model and keepable(cfg, name):
-            from sbfn_dist.interfaces.estimators import regressor_from_fold
-            estimator = regressor_from_fold(cfg.to_dict(), name, params, fold, members, fitted)
+            from sbfn_dist.interfaces.estimators import estimator_from_fold
+            estimator = estimator_from_fold(cfg.to_dict(), name, params, fold, members, fitted)
             _save_kept(store, estimator, kept_dir(cfg.trial_id, fold.index, name, params))
     return keep
 
