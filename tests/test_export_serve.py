@@ -27,7 +27,8 @@ from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces.estimators import SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep, SweepResult
-from sweeps.engine.export import SavedSBFN, check_recorded, read_sweep, recorded_configs, refit
+from sweeps.engine.export import (SavedSBFN, check_recorded, factory_code, read_sweep,
+                                  recorded_configs, refit)
 from sweeps.engine.planning import trial_key
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy
@@ -196,6 +197,20 @@ def test_an_image_split_trains_on_its_training_and_validation_images(tmp_path):
 
 
 # ------------------------------------------------------------------------- MLflow and serving
+def test_an_mlflow_model_carries_your_factories_code_not_installed_packages(tmp_path,
+                                                                            monkeypatch):
+    """code_paths: a module of your own, a package's folder; an installed package is a
+    requirement (torchvision's resnet18 would be one), never copied."""
+    (tmp_path / "mine.py").write_text("")
+    (tmp_path / "pkg" / "nets").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "nets" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = factory_code(["mine:build", "pkg.nets:build", "pkg.nets:other",
+                          "torchvision.models:resnet18"])
+    assert found == [str((tmp_path / "mine.py").resolve()), str((tmp_path / "pkg").resolve())]
+
+
 @contextlib.contextmanager
 def served(uri: str, tracking_uri: str, log: Path):
     """`mlflow models serve` of `uri` on a free port of 127.0.0.1 until the block ends; yields

@@ -108,7 +108,10 @@ def recorded_configs(spec: dict, frame: pd.DataFrame) -> list[dict]:
     # A configuration that failed on every fold names no model: nothing of it ranks or exports.
     # Sampled ones (a search over ranges) have keys the plan did not list: after the plan's.
     keys = list(dict.fromkeys([*spec["trial_ids"], *by_id]))
-    return [recorded_config(spec, by_id[key], key) for key in keys if key in scored]
+    configs = [recorded_config(spec, by_id[key], key) for key in keys if key in scored]
+    # As planned where the key tells (an image split's or a per-fold trial's one fold: it
+    # ranks by that fold alone); else as read, for check_recorded to refuse at an export.
+    return [_keyed(c, by_id[c["trial_id"]]) or c for c in configs]
 
 
 def recorded_config(spec: dict, rows: pd.DataFrame, trial_id: str) -> dict:
@@ -179,13 +182,19 @@ def _named(rows: pd.DataFrame, family: str) -> list:
 def check_recorded(config: dict, rows: pd.DataFrame) -> dict:
     """The config as planned, found by the configuration's own key (the digest of every setting
     it changes, sweeps.engine.planning.trial_key) among what its records may stand for."""
-    digest = config["trial_id"].rsplit("_", 1)[-1]
-    for candidate in _readings(config, rows):
-        if trial_key(TrialConfig(candidate), {}) == digest:
-            return candidate
+    found = _keyed(config, rows)
+    if found is not None:
+        return found
     raise ExportError(f"the records of {config['trial_id']} do not give back the settings it "
                       "ran with (their digest differs from its key): it cannot be refitted "
                       "faithfully; export another configuration (--config)")
+
+
+def _keyed(config: dict, rows: pd.DataFrame) -> dict | None:
+    """The reading of the records whose key is the configuration's own, or None."""
+    digest = config["trial_id"].rsplit("_", 1)[-1]
+    return next((c for c in _readings(config, rows)
+                 if trial_key(TrialConfig(c), {}) == digest), None)
 
 
 def _readings(config: dict, rows: pd.DataFrame):
@@ -390,7 +399,10 @@ class SavedSBFN:
     predictions, classification the label and each class's probability."""
 
     def load_context(self, context):
-        self.model = saved.load(context.artifacts[ARTIFACT])
+        # The member factories the export itself named in the model's config (whoever can
+        # change that file can change this model's code too): trusted by name, no others.
+        trusted = (context.model_config or {}).get(TRUSTED, ())
+        self.model = saved.load(context.artifacts[ARTIFACT], trust_factories=trusted)
 
     def predict(self, context, model_input, params=None):
         X = model_input if isinstance(model_input, pd.DataFrame) else np.asarray(model_input)
@@ -450,11 +462,34 @@ def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tag
             tracker.experiment_id, name, source_run_id=run, tags=tags,
             params={k: str(v) for k, v in refit_.estimator.get_params().items()})
         Path(code, "sbfn_pyfunc.py").write_text(MODEL_CODE)
+        factories = saved.read_manifest(directory).get("code", [])
         Model.log(artifact_path=None, name=name, flavor=mlflow.pyfunc, run_id=run,
                   model_id=model.model_id, python_model=str(Path(code, "sbfn_pyfunc.py")),
                   artifacts={ARTIFACT: str(directory)}, signature=signature,
-                  input_example=example, pip_requirements=requirements())
+                  input_example=example, pip_requirements=requirements(),
+                  model_config={TRUSTED: factories}, code_paths=factory_code(factories) or None)
     return Logged(f"models:/{model.model_id}", tracking_uri, run)
+
+
+TRUSTED = "trust_factories"      # the model config's key: the member factories it may import
+
+
+def factory_code(factories: list) -> list[str]:
+    """The files of your member factories' top-level modules (a module, or a package's folder)
+    that an MLflow model carries (code_paths: on sys.path where it loads, so that a server
+    started anywhere imports them); installed packages' are requirements, not copied."""
+    import importlib.util
+    import sysconfig
+    installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib",
+                                                                    "stdlib")}
+    out = []
+    for top in dict.fromkeys(f.split(":")[0].split(".")[0] for f in factories):
+        spec = importlib.util.find_spec(top)
+        package = spec.submodule_search_locations        # a package's folder(s), else None
+        where = Path(list(package)[0] if package else spec.origin).resolve()
+        if not any(where.is_relative_to(i) for i in installed):
+            out.append(str(where))
+    return out
 
 
 # What loading the model imports, pinned as installed here. Given, not inferred: MLflow's
@@ -570,8 +605,10 @@ def report(exported: Exported) -> list[str]:
         lines.append("  held-out rows: " + ", ".join(
             f"{k} {v:.6g}" + (f" (recorded {recorded[k]:.6g})" if k in recorded else "")
             for k, v in made.scores.items()))
+    code = saved.read_manifest(exported.path).get("code", [])
+    trust = f", trust_plugins=True)   # its members: {', '.join(code)}" if code else ")"
     lines.append(f"  load it: from sbfn_dist.interfaces.estimators import {name}; "
-                 f"{name}.load({str(exported.path)!r})")
+                 f"{name}.load({str(exported.path)!r}{trust}")
     if exported.logged:
         lines += _serving(exported.logged)
     elif exported.note:
