@@ -20,6 +20,15 @@ def small_bn_net(in_channels: int, n_classes: int) -> nn.Module:
         nn.Linear(24, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, n_classes))
 
 
+def global_avg_net(in_channels: int, n_classes: int) -> nn.Module:
+    """A CNN ending in global average pooling, as torchvision's ResNets do: under vmap on
+    channels_last tensors PyTorch restrides the pooled output member by member and warns
+    (aten::as_strided_ has no batching rule)."""
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, n_classes))
+
+
 def wrong_shape(in_channels: int, n_classes: int) -> nn.Module:
     """Logits of one class too many."""
     return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),

@@ -1,8 +1,9 @@
 """Your member networks (issue 23): a factory named by import path trains as one vectorised stack
 with the built-ins' epsilon-WTA objective. A factory returning the built-in SimpleCNN trains the
 built-in's members; M ordinary modules trained in a loop with the same epsilon-WTA weights are
-the generic stack's members; a list mixes both; a bad factory is refused in one line before
-any training. The factories live in tests/nets_for_tests.py (imported as tests.nets_for_tests)."""
+the generic stack's members; channels_last trains NCHW's members; a list mixes both; a bad
+factory is refused in one line before any training. The factories live in
+tests/nets_for_tests.py (imported as tests.nets_for_tests)."""
 
 import math
 
@@ -24,6 +25,7 @@ from tests.nets_for_tests import small_bn_net
 
 SIMPLE = "tests.nets_for_tests:simple_cnn"
 BN_NET = "tests.nets_for_tests:small_bn_net"
+GLOBAL_AVG = "tests.nets_for_tests:global_avg_net"
 DIGITS = (1, 8, 8)
 TINY_TRIAL = {"dataset": "digits", "folds": 2, "fold": 0, "n_train": 120, "n_test": 100,
               "epochs": 1, "batch_size": 40, "combiners": ["logit_mean"]}
@@ -77,6 +79,28 @@ def test_a_factory_of_simple_cnn_trains_the_built_in_members():
     assert_same_members(factory.model, built_in.model, 3, bound)
     assert not torch.equal(factory.model.member(0).fc2.weight,    # the members did train
                            build_factory_member(SIMPLE, 1, 10, member_seed(1, 0)).fc2.weight)
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop")    # expected: see below
+def test_the_memory_format_changes_only_the_speed_of_a_factorys_members(monkeypatch):
+    # channels_last (a CPU's layout) through vmap, where PyTorch runs global average pooling's
+    # restride member by member (its warning: docs/benchmarks.md 4.6), trains NCHW's members.
+    # SGD, as above: rounding-level gradient differences stay rounding-level.
+    images, runs = digits_images(), {}
+    cfg = CNNConfig(ensemble=GLOBAL_AVG, n_members=3, epsilon=0.5, epochs=EPOCHS,
+                    batch_size=BATCH, optimizer="sgd", lr=0.05, seed=1)
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        monkeypatch.setattr(training, "memory_format", lambda precision, device, fmt=fmt: fmt)
+        runs[fmt] = train_cnn(images, 10, cfg)
+    nhwc, nchw = (runs[f].model for f in (torch.channels_last, torch.contiguous_format))
+    conv = next(p for p in nhwc.parameters() if p.ndim == 4)
+    assert conv.is_contiguous(memory_format=torch.channels_last)    # it did train in NHWC
+    steps = EPOCHS * math.ceil(len(images.train_y) / BATCH)
+    bound = lambda state: rounding_bound(steps, BATCH * 8 * 8, torch.float32,  # noqa: E731
+                                         largest(state))
+    assert_same_members(nhwc, nchw, 3, bound)
+    assert not torch.equal(nhwc.member(0)[5].weight,                # the members did train
+                           build_factory_member(GLOBAL_AVG, 1, 10, member_seed(1, 0))[5].weight)
 
 
 # ------------------------------------------------------------------ a loop of ordinary modules
