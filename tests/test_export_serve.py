@@ -46,6 +46,7 @@ TINY = {"name": "tiny", "dataset": "diabetes", "folds": 2, "competitors": ["ridg
         "settings": {"n_samples": 80, "epochs": 1, "dtype": "float64"},
         "resources": {"num_cpus": 2, "max_concurrent": 1}}
 EXACT = 1e-9          # relative: float64 rounding, far below what another fold's rows change
+HEAD_ROUNDING = 64 * float(np.finfo(np.float32).eps)   # a float32 head's, over a few dozen ops
 
 
 @pytest.fixture(scope="module")
@@ -165,15 +166,23 @@ def test_a_whole_number_planned_as_an_integer_is_read_back_by_the_key(finished):
 
 
 def test_a_classification_fold_is_refitted_as_its_trial_ran():
-    """No sweep needed: a trial's fold and the export's refit of it, on iris; the classes come
-    back by name."""
+    """No sweep needed: a trial's fold and the export's refit of each of its combiners, on iris.
+    The trial held out a validation part for its stacked head: the members and the other
+    combiners trained without it, the stacked head on it (the estimator draws the same rows).
+    The classes come back by name."""
     config = TrialConfig.from_dict(dict(
         dataset="iris", folds=3, fold=1, seed=1, n_members=3, epochs=2, dtype="float64",
-        combiners=["logit_mean"], device="cpu", trial_id="t", sweep="s")).to_dict()
-    [record] = run_trial(config)
-    made = refit(config, "logit_mean", {}, 1)
-    assert made.scores == pytest.approx({s: record[s] for s in ("accuracy", "nll", "ece")},
-                                        rel=EXACT)
+        combiners=["sbfn", "sbfn_stacked", "logit_mean"], device="cpu", trial_id="t",
+        sweep="s")).to_dict()
+    records = {r["model"]: r for r in run_trial(config)}
+    refits = {model: refit(config, model, {}, 1) for model in records}
+    for model, made in refits.items():
+        assert made.scores["accuracy"] == records[model]["accuracy"], model
+        # A head trains in float32 and runs in the float64 members' dtype in an estimator.
+        assert made.scores["nll"] == pytest.approx(records[model]["nll"], rel=HEAD_ROUNDING)
+    assert refits["sbfn_stacked"].n_rows == 100                  # 2 of iris' 3 folds
+    made = refits["logit_mean"]
+    assert made.n_rows == 100 - 20 and "less the validation part" in made.what
     assert list(made.estimator.classes_) == ["setosa", "versicolor", "virginica"]
     pyfunc = SavedSBFN()           # what the MLflow model answers: the label and each class's p
     pyfunc.model = made.estimator
@@ -309,6 +318,8 @@ def test_bad_input_is_one_line_naming_the_fix(finished, tmp_path):
              (root, "--config", competitor): "is a competitor trial (ridge)",
              (root, "--fold", 2): "ran folds 0, 1",
              (root, "--objective", "sbfn_rbf"): "no record of the model sbfn_rbf",
+             (root, "--metric", "accuracy"): "unknown metric 'accuracy'; a regression sweep's "
+                                             "scores: rmse, mae, r2",
              (copy, "--config", best.trial_id): f"{best.trial_id} has no model with every fold ok "
                                                 "(diverged on fold 1: nan loss)"}
     (tmp_path / "nothing").mkdir()

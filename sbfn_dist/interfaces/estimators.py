@@ -327,8 +327,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs, batch_size and
     combiner None (the default) means the default of sbfn_dist.settings.fields for the data
     kind fit sees (`fields.defaults("classification", "image", estimator=True)` for images).
-    The statistics of the scaling are every row's; a stacked combiner's held-out rows are then
-    drawn from them.
+    A stacked combiner's held-out rows are drawn first; the statistics of the scaling are the
+    other rows', which the members train on (as in a trial's fold).
 
     Defaults: a trial's except, as measured in docs/method.md ("The scikit-learn estimators'
     defaults"): images take the combiner "sbfn_stacked" (it beats the on-the-fly head,
@@ -419,9 +419,11 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.classes_, codes = np.unique(y, return_inverse=True)
         require_classes(self.classes_, "y given to SBFNClassifier.fit", "pass labels of at "
                         "least two classes")
-        self._fit_scaling(X, images)
-        x = self._scale_x(X)
         rows, held_out = _held_out(codes, cfg)
+        # Scaled by the members' rows' statistics, as a trial's fold is (experiment._tabular_fold,
+        # data.images.DeviceImages): the same rows give the same members.
+        self._fit_scaling(X[rows], images)
+        x = self._scale_x(X)
         fold = (self._image_fold(cfg, x, codes, rows, held_out) if images else
                 _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                       n_classes=len(self.classes_)))

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.fs as pafs
 
-from sbfn_dist.data.splits import fixed_split
+from sbfn_dist.data.splits import fixed_split, validation_part
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
 from sbfn_dist.folds import load_data, make_parts
@@ -51,7 +51,7 @@ from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
 from sbfn_dist.settings.records import COLUMNS
-from sbfn_dist.settings.tasks import ITERATIVE, TASKS
+from sbfn_dist.settings.tasks import ITERATIVE, STACKED, TASKS
 from sweeps.engine.environment import values_while
 from sweeps.engine.next_steps import console_script, interpreter
 from sweeps.engine.planning import trial_key
@@ -239,18 +239,24 @@ def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
     estimator = _kept(store, config, model, model_params, fold)
     how = "refitted" if estimator is None else "kept"
     if estimator is None:
-        estimator = _fitted(config, model, model_params, fold, _take(X, train), y[train])
+        seed = cfg.seed if fold is None else fold_seed(cfg.seed, fold)
+        train, what = _members_rows(cfg, model, data, train, seed, what)
+        estimator = estimator_for(config, model, model_params, seed)
+        estimator.fit(_take(X, train), y[train])
     _with_data_names(estimator, X, data.classes)
     scores = _scores(estimator, _take(X, test), y[test], data.classes) if len(test) else {}
     return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]), how)
 
 
-def _fitted(config: dict, model: str, model_params: dict, fold: int | None, X, y):
-    """The estimator fitted on (X, y) as the trial fitted `fold` (None: seeded as the trial)."""
-    cfg = TrialConfig(config)
-    seed = cfg.seed if fold is None else fold_seed(cfg.seed, fold)
-    estimator = estimator_for(config, model, model_params, seed)
-    return estimator.fit(X, y)
+def _members_rows(cfg: TrialConfig, model: str, data, train, seed: int, what: str):
+    """(rows, in words) the estimator fits on, seeded as the trial's fold (`seed`): a table
+    classifier's trial whose stacked combiners held out a validation part trained its members
+    and every other combiner without it (experiment._tabular_fold), so an export of another
+    combiner leaves it out too; a stacked combiner's estimator holds out those rows itself."""
+    if cfg.modality != "tabular" or not cfg.uses_validation() or model in STACKED:
+        return train, what
+    members, _ = validation_part(data.y, train, cfg.val_fraction, seed)
+    return members, f"{what}, less the validation part its trial held out for stacked combiners"
 
 
 def _with_data_names(estimator, X, classes) -> None:
