@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from sbfn_dist.settings import catalog
-from sbfn_dist.errors import did_you_mean
+from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine import sweepfile
@@ -215,7 +215,7 @@ def _points(configs: list[dict]) -> list[dict]:
 def _check_score(metric: str, task: str) -> None:
     scores = TASKS[task].scores
     if metric not in scores:
-        raise ValueError(f"SweepResult.best: unknown metric {metric!r}"
+        raise SbfnError(f"unknown metric {metric!r}"
                          f"{did_you_mean(str(metric), scores)}; a {task} sweep's scores: "
                          f"{', '.join(scores)}")
 
