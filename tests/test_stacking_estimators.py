@@ -27,6 +27,7 @@ from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import defaults
+from sbfn_dist.interfaces.stacking import REGRESSION_COMBINERS
 
 
 def regressors():
@@ -231,3 +232,14 @@ def test_a_saved_stack_loads_and_predicts_identically(kind, diabetes, wine, tmp_
     predict = "predict" if kind == "regressor" else "predict_proba"
     assert np.array_equal(getattr(loaded, predict)(X_test), getattr(fitted, predict)(X_test))
     assert loaded.get_params()["cv"] == 3 and type(loaded) is Stack
+
+
+@pytest.mark.parametrize("combiner", REGRESSION_COMBINERS)
+def test_every_combiner_of_the_regressor_saves(combiner, diabetes, tmp_path):
+    """Each final combiner the regressor offers comes back from its saved directory (the
+    inner-CV RBF one too), predicting to the bit."""
+    X_train, X_test, y_train, _ = diabetes
+    fitted = SBFNStackingRegressor(estimators=regressors(), cv=3, n_members=0,
+                                   combiner=combiner).fit(X_train, y_train)
+    loaded = SBFNStackingRegressor.load(fitted.save(tmp_path / "stack"))
+    assert np.array_equal(loaded.predict(X_test), fitted.predict(X_test))

@@ -58,6 +58,7 @@ from sbfn_dist.combiners.ensembles import NoMembers
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.online import OnlineSBFN
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
+from sbfn_dist.combiners.stacking import SBFNRBF
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.learners.cnn import ARCHITECTURES
@@ -81,8 +82,8 @@ ESTIMATORS = {"SBFNRegressor": "sbfn_dist.interfaces.estimators",
 # Library classes whose instances are data only (their methods read attributes set by fit):
 # restored by setting those attributes on an instance made with object.__new__.
 BAGS = {c.__name__: c for c in (FoldScaler, MemberBasis, KMeansBasis, SBFNLeastSquares,
-                                OnlineSBFN, ArithmeticCombiner, SquaredLoss, CrossEntropy,
-                                TrainedMembers, NoMembers)}
+                                SBFNRBF, OnlineSBFN, ArithmeticCombiner, SquaredLoss,
+                                CrossEntropy, TrainedMembers, NoMembers)}
 # The types skops must be told to trust for the models of the estimators registry
 # (sbfn_dist.learners.competitors, as competitors or plug-ins) beyond its own defaults; a test
 # checks that every registry model loads with these alone.
