@@ -75,6 +75,16 @@ def test_a_failed_pack_mate_is_counted_failed_and_the_others_done():
     assert "configurations 2/3 done, 0 running, 0 pending, 1 failed" in line
 
 
+def test_trials_an_interruption_stopped_before_their_first_result_are_not_done():
+    """Ctrl-C: Tune marks every trial TERMINATED, and leaves one that never ran a last_result
+    of its trial_id alone (seen: "15/15 done ... folds 9/45" after an interrupt)."""
+    never_ran = trial("M3", "TERMINATED")
+    never_ran.last_result = {"trial_id": "M3"}
+    line = progress(configurations=2).line([never_ran, trial("M9", "TERMINATED", folds_done=3,
+                                                             planned=3)])
+    assert "configurations 1/2 done, 0 running, 0 pending, 1 stopped early" in line
+
+
 def test_no_time_left_is_estimated_before_a_configuration_has_finished_here():
     # The first folds carry the workers' start: a 36 s sweep once said "~14 min left".
     read_back = [{"folds_done": k, "fold_computed": False} for k in (1, 2, 3)]

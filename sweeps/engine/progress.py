@@ -216,7 +216,7 @@ def _complete(trial, size: int) -> int:
     did not report the folds it planned, counts as complete."""
     result = trial.last_result or {}
     if "folds_planned" not in result:
-        return size if trial.status == "TERMINATED" and result else 0
+        return size if _finished_before(trial) else 0
     return sum(_whole(trial, s) for s in _summaries(trial).values())
 
 
@@ -225,8 +225,15 @@ def _whole(trial, summary: dict) -> bool:
     planned; an older sweep's run did not report them: its finished trials are whole."""
     result = trial.last_result or {}
     if "folds_planned" not in result:
-        return trial.status == "TERMINATED"
+        return _finished_before(trial)
     return summary.get("folds_done") == result["folds_planned"]
+
+
+def _finished_before(trial) -> bool:
+    """A trial of an older sweep's run that finished: it reported folds (every run did). A trial
+    that an interruption stopped before its first result is TERMINATED too, and Tune leaves it
+    a last_result of its trial_id alone."""
+    return trial.status == "TERMINATED" and "folds_done" in (trial.last_result or {})
 
 
 def _usable(value) -> bool:
