@@ -33,8 +33,8 @@ from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine import sweepfile
 from sweeps.engine.options import OPTIONS, into_definition
 from sweeps.engine.planning import Planned, settings_of
-from sweeps.engine.ranking import (best_row as _best_row, cv_means, planned_folds,  # noqa: F401
-                                   ranked_rows)
+from sweeps.engine.ranking import (best_means, best_row as _best_row, by_configuration,
+                                   cv_means, planned_folds, ranked_rows, trials_of)
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
                                   run_sweep)
 from sweeps.engine.spaces import OBJECTIVES, SweepSpec
@@ -78,21 +78,18 @@ class SweepResult:
     def best(self, metric: str | None = None) -> BestConfiguration | None:
         """The configuration whose objective model (`objective`: sbfn_ls, sbfn, --objective)
         has the best CV mean of `metric` (the task's: rmse lowest, accuracy highest) at its
-        best setting, over every fold the configuration planned. Failed and diverged rows
+        best setting, over every fold the configuration planned (an image sweep's: every split,
+        each split's trial its fold; sweeps.engine.ranking). Failed and diverged rows
         do not count, so a configuration missing a fold (stopped early by ASHA, interrupted,
         failed, diverged on one) is not ranked; nor are the M = 1 reference and the
         competitors. None when no configuration qualifies."""
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
-        means = cv_means(ranked_rows(self.frame, self.objective), TASKS[self.task].scores,
-                         self._folds())
+        means = best_means(self.frame, self.objective, TASKS[self.task].scores,
+                           self.plan.configs)
         if not len(means):
             return None
         return self._described(means.loc[_best_row(means, metric)], metric)
-
-    def _folds(self) -> dict:
-        """trial_id -> how many folds it planned."""
-        return planned_folds(self.plan.configs)
 
     @classmethod
     def open(cls, path, objective: str | None = None) -> "SweepResult":
@@ -118,15 +115,19 @@ class SweepResult:
         """The configuration `trial_id` at the best setting of its objective model (as best()
         describes the best one); refused where it has no model with every fold ok."""
         from sweeps.engine.export import ExportError, check_ensemble
-        rows = self._rows_of(trial_id)
+        self._rows_of(trial_id)          # an unknown id: one line naming the sweep's
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
-        planned = {c["trial_id"] for c in self.plan.configs}
+        configs = self.plan.configs
+        # Any split's trial names its configuration (all its splits rank it).
+        rows = by_configuration(self.frame[self.frame["trial_id"].isin(
+            trials_of(trial_id, configs))], configs)
+        planned = {c["trial_id"] for c in configs}
         if trial_id in planned:      # not: it failed on every fold, and names no model
             check_ensemble(self.plan.config({"trial_id": trial_id}))
             rows = ranked_rows(rows, self.objective)
         means = cv_means(rows[rows["trial_id"].isin(planned)], TASKS[self.task].scores,
-                         self._folds())
+                         planned_folds(configs))
         if not len(means):
             raise ExportError(f"{trial_id} has no model with every fold ok "
                               f"({_why_not(self._rows_of(trial_id))}): choose another "
@@ -152,8 +153,8 @@ class SweepResult:
         chosen = self._chosen(config, metric)
         store = ResultStore(self.path)
         return engine.export(engine.Finished(store, store.read_spec(), self.frame),
-                             chosen.config, chosen.model, chosen.model_params, out, fold,
-                             mlflow_uri or self.tracking_uri, mlflow)
+                             self._on_fold(chosen, fold), chosen.model, chosen.model_params,
+                             out, fold, mlflow_uri or self.tracking_uri, mlflow)
 
     def best_model(self, save_to=None, *, config: str | None = None, fold: int | None = None,
                    metric: str | None = None, mlflow: bool = True, mlflow_uri: str | None = None):
@@ -170,8 +171,17 @@ class SweepResult:
             print("\n".join(report(exported)), flush=True)
             return exported.refit.estimator
         chosen = self._chosen(config, metric)
-        return refit(chosen.config, chosen.model, chosen.model_params, fold,
+        return refit(self._on_fold(chosen, fold), chosen.model, chosen.model_params, fold,
                      ResultStore(self.path)).estimator
+
+    def _on_fold(self, chosen: BestConfiguration, fold: int | None) -> dict:
+        """The config of the configuration's trial that ran `fold` (an image sweep's split K is
+        a trial of its own), else its own config (the export refuses a fold it did not run)."""
+        if fold is None or chosen.config.get("fold") in (None, fold):
+            return chosen.config
+        configs = [self.plan.config({"trial_id": t})
+                   for t in trials_of(chosen.trial_id, self.plan.configs)]
+        return next((c for c in configs if c["fold"] == fold), chosen.config)
 
     def _chosen(self, config: str | None, metric: str | None) -> BestConfiguration:
         if config is not None:
@@ -186,7 +196,10 @@ class SweepResult:
     def _described(self, row: pd.Series, metric: str) -> BestConfiguration:
         point = next(p for p in self.plan.points if p["trial_id"] == row["trial_id"])
         scores = {s: float(row[s]) for s in TASKS[self.task].scores if s in row}
-        return BestConfiguration(row["trial_id"], settings_of(point), row["model"],
+        settings = settings_of(point)
+        if len(trials_of(row["trial_id"], self.plan.configs)) > 1:
+            settings.pop("fold", None)          # its splits are its folds
+        return BestConfiguration(row["trial_id"], settings, row["model"],
                                  json.loads(row["model_params"] or "{}"), metric,
                                  float(row[metric]), scores, int(row["folds"]),
                                  self.plan.config(point))

@@ -18,12 +18,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweeps import Sweep, SweepFileError
+from sweeps import Sweep, SweepFileError, SweepResult
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
 from sweeps.engine import image_commands as images
 from sweeps.engine import sweepfile
 from sweeps.engine.environment import RAY_DEFAULTS
+from sweeps.engine.planning import Planned
+from sweeps.engine.ranking import trials_of
 from sweeps.engine.runner import plan
 from sweeps.engine.spaces import smoke as smoke_of
 from sweeps.engine.sweepfile import GRID_FOLDERS, grid_file
@@ -354,3 +356,40 @@ def test_in_a_jupyter_kernel_the_progress_lines_stay_in_the_cell(tmp_path):
     assert "sweep 'nb': grid sweep on diabetes" in out            # the plan stayed
     assert "[nb] 5 configurations in 3 trials" in out
     assert re.search(r"^\[nb\] configurations 5/5 done", out, re.M)
+
+
+# ------------------------------------------------------------------------- image splits
+def split_sweep() -> tuple:
+    """An image sweep's plan (ε 0 and 0.5, 2 splits: a trial per split) and a result whose
+    sbfn accuracy is `SCORES` by (ε, split): ε = 0's mean is best, ε = 0.5's split 1 is."""
+    spec, _, opts = images.build_for(images.ANY)(
+        ["--dataset", "digits", "--ensembles", "cnn", "--members", "2", "--epsilons", "0", "0.5",
+         "--splits", "2", "--no-mlflow"])
+    configs = plan(spec, dataclasses.replace(opts, name="x"))
+    rows = [{"trial_id": c["trial_id"], "fold": c["fold"], "model": "sbfn", "model_params": "{}",
+             "status": "ok", "role": "ensemble", "family": "sbfn", "task": "classification",
+             "accuracy": SCORES[(c["epsilon"], c["fold"])], "nll": 1.0, "ece": 0.1}
+            for c in configs]
+    points = [{"epsilon": c["epsilon"], "fold": c["fold"], "trial_id": c["trial_id"]}
+              for c in configs]
+    return configs, SweepResult("x", pd.DataFrame(rows), None, plan=Planned(points, configs),
+                                objective="sbfn", task="classification")
+
+
+SCORES = {(0.0, 0): 0.70, (0.0, 1): 0.70, (0.5, 0): 0.50, (0.5, 1): 0.80}
+
+
+def test_an_image_sweep_ranks_a_configuration_by_its_mean_over_every_split():
+    """Each split is a trial of its own; ranking one split's score picked a lucky split (here
+    ε = 0.5's 0.80) and kept, exported and reported only that split."""
+    configs, result = split_sweep()
+    best = result.best()
+    first = next(c for c in configs if c["epsilon"] == 0.0 and c["fold"] == 0)
+    assert (best.trial_id, best.folds, best.score) == (first["trial_id"], 2, pytest.approx(0.70))
+    assert best.settings == {"epsilon": 0.0}
+    other = next(c["trial_id"] for c in configs if c["epsilon"] == 0.5 and c["fold"] == 1)
+    chosen = result.configuration(other)              # any split's trial names its configuration
+    assert chosen.folds == 2 and chosen.score == pytest.approx(0.65)
+    assert result._on_fold(best, 1)["fold"] == 1 and result._on_fold(best, None) == best.config
+    assert set(trials_of(best.trial_id, configs)) == {c["trial_id"] for c in configs
+                                                      if c["epsilon"] == 0.0}

@@ -200,3 +200,24 @@ def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_pa
     rows = table[table["status"] == "failed"].set_index("trial_id")["error"].to_dict()
     assert rows == {configs[0]["trial_id"]: "ValueError: its own message",
                     configs[1]["trial_id"]: "KeyError: 'second'"}
+
+
+def split_trial(key: str, m: int, fold: int, rmse: float) -> SimpleNamespace:
+    """A trial of one split of configuration M{m} (an image sweep runs each split alone)."""
+    one = trial("T", "TERMINATED", {m: {"sbfn_ls": rmse}}, folds_done=1, planned=1)
+    one.last_result["configs"] = {key: one.last_result["configs"].pop(f"M{m}_key")}
+    one.config = {"trial": {"pack": [{"n_members": m, "fold": fold, "trial_id": key}]}}
+    return one
+
+
+def test_a_configuration_split_by_fold_is_best_by_its_mean_over_its_splits():
+    """Each split's trial is whole alone: the best waits for all splits and averages them."""
+    groups = {"A0": "A0", "A1": "A0", "B0": "B0", "B1": "B0"}
+    line = ProgressLine("s", total_folds=4, mode="min", configurations=4, objective="sbfn_ls",
+                        metric="rmse", groups=groups)
+    line.setup()
+    a = [split_trial("A0", 2, 0, 0.5), split_trial("A1", 2, 1, 0.3)]
+    lucky = split_trial("B0", 5, 0, 0.1)
+    assert "best sbfn_ls rmse 0.4 (n_members=2)" in line.line([*a, lucky])
+    assert "best sbfn_ls rmse 0.35 (n_members=5)" in line.line([*a, lucky,
+                                                                 split_trial("B1", 5, 1, 0.6)])

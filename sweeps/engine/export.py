@@ -290,11 +290,12 @@ def _factories(config: dict) -> list:
     return kind_archs(config["ensemble"]) if config.get("ensemble") else []
 
 
-def keep_only(store: ResultStore, best) -> None:
+def keep_only(store: ResultStore, best, trials: list) -> None:
     """Delete every kept model (engine/trainable.py, --keep-models best) but those of `best`
-    (the best configuration's CV-means row: trial_id, model, model_params; None: delete all)."""
+    (the best configuration's CV-means row: model, model_params; None: delete all) that its
+    `trials` kept (one, or one per split: sweeps.engine.ranking.trials_of)."""
     for trial in _listed(store, f"{store.root}/{KEPT}"):
-        if best is None or _name(trial) != best["trial_id"]:
+        if best is None or _name(trial) not in trials:
             store.fs.delete_dir(trial)
             continue
         leaf = _name(kept_dir(best["trial_id"], 0, best["model"],

@@ -9,6 +9,7 @@ meanwhile.
 
 import json
 import logging
+from collections import Counter
 import sys
 import time
 
@@ -99,9 +100,13 @@ class ProgressLine(Callback):
     ASHA-stopped configuration's, is not set beside whole ones (the end table's rule)."""
 
     def __init__(self, name: str, total_folds: int, mode: str, configurations: int = 0,
-                 objective: str = "", metric: str = "", every: float = 5.0):
+                 objective: str = "", metric: str = "", every: float = 5.0,
+                 groups: dict | None = None):
         self.name, self.total_folds, self.mode, self.every = name, total_folds, mode, every
         self.configurations, self.objective, self.metric = configurations, objective, metric
+        # trial key -> its configuration's id, for trials of one fold each (an image sweep's
+        # splits): the best ranks configurations by their mean over all their splits.
+        self.groups = groups or {}
         self.start = time.monotonic()
         self.last = 0.0
         self.folds: dict = {}
@@ -187,18 +192,39 @@ class ProgressLine(Callback):
         return count
 
     def _best(self, trials):
-        """(value, model, axes) of the best configuration with every planned fold so far. Each
-        trial's latest CV means; trials finished before a --resume report nothing in this run,
-        so Tune's restored last_result speaks for them."""
-        scored = [(summary["objective"], summary.get("objective_model", ""), trial, key)
-                  for trial in trials for key, summary in _summaries(trial).items()
-                  if _usable(summary.get("objective")) and _whole(trial, summary)
-                  and (not self.objective or summary.get("objective_model") == self.objective)]
+        """(value, model, axes) of the best configuration with every planned fold so far (a
+        configuration split by fold: every split). Each trial's latest CV means; trials
+        finished before a --resume report nothing in this run, so Tune's restored last_result
+        speaks for them."""
+        groups = getattr(self, "groups", {})     # unpickled from an older sweep's run: none
+        whole: dict = {}
+        for trial in trials:
+            for key, summary in _summaries(trial).items():
+                if (_usable(summary.get("objective")) and _whole(trial, summary) and
+                        (not self.objective or summary.get("objective_model") == self.objective)):
+                    whole.setdefault(groups.get(key, key), []).append((trial, key, summary))
+        planned = Counter(groups.values())
+        pick = min if self.mode == "min" else max
+        scored = [(self._pooled([s for _, _, s in members]), members[0])
+                  for group, members in whole.items() if len(members) >= planned.get(group, 1)]
         if not scored:
             return None
+        value, (trial, key, summary) = pick(scored, key=lambda s: s[0])
+        split = planned.get(groups.get(key, key), 1) > 1
+        return value, summary.get("objective_model", ""), _label(trial, key, split)
+
+    def _pooled(self, summaries: list) -> float:
+        """The objective over the folds of one configuration's summaries (one, or one per
+        split): its objective model's best setting by the mean over all of them."""
+        if len(summaries) == 1:
+            return summaries[0]["objective"]
+        prefix = f"{self.metric}/{summaries[0]['objective_model']}/"
+        weights = [s["folds_done"] for s in summaries]
+        means = {k: sum(s[k] * w for s, w in zip(summaries, weights)) / sum(weights)
+                 for k in summaries[0] if k.startswith(prefix)
+                 and all(_usable(s.get(k)) for s in summaries)}
         pick = min if self.mode == "min" else max
-        value, model, trial, key = pick(scored, key=lambda s: s[0])
-        return value, model, _label(trial, key)
+        return pick(means.values(), default=float("nan"))
 
     def _done(self, trials) -> int:
         return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
@@ -240,11 +266,13 @@ def _usable(value) -> bool:
     return value is not None and value == value      # NaN: a diverged configuration
 
 
-def _label(trial, key: str) -> str:
-    """The settings of the configuration `key` of the trial (its planned point)."""
+def _label(trial, key: str, split: bool = False) -> str:
+    """The settings of the configuration `key` of the trial (its planned point; without its
+    fold where the configuration is `split` by fold, each split a trial)."""
     return " ".join(f"{k}={json.dumps(v) if isinstance(v, list) else axis_text(v)}"
                     for k, v in settings_of(_point(trial, key)).items()
-                    if not isinstance(v, dict))   # lists as the table
+                    if not isinstance(v, dict)     # lists as the table
+                    and not (split and k == "fold"))
 
 
 def _point(trial, key: str) -> dict:

@@ -1,7 +1,13 @@
 """How a sweep's configurations rank: the one ranking SweepResult.best (sweeps/api.py), the
 end of a --keep-models best run and the table a run prints at its end (sweeps/engine/runner.py)
 use. A configuration ranks only once it has every fold it planned: a mean over fewer folds
-(ASHA stopped it, or the run was interrupted) is not comparable with one over all of them."""
+(ASHA stopped it, or the run was interrupted) is not comparable with one over all of them.
+
+A configuration is one trial, or the trials of one setting split by fold (an image sweep runs
+each holdout split as a trial of its own, a per-fold grid each fold): those rank together, by
+their mean over every split, under the id of the lowest fold's trial (configuration_ids)."""
+
+import json
 
 import pandas as pd
 
@@ -27,9 +33,48 @@ def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
     return rows[rows["model"] == objective] if (rows["model"] == objective).any() else rows
 
 
+def configuration_ids(configs: list) -> dict:
+    """trial_id -> the id of the configuration it belongs to: its own, or for a trial of one
+    fold (`fold` set) the id of the lowest fold's trial among those that differ from it in
+    `fold` alone."""
+    groups: dict = {}
+    for c in configs:
+        if c.get("fold") is not None:
+            setting = {k: v for k, v in c.items() if k not in ("fold", "trial_id")}
+            groups.setdefault(json.dumps(setting, sort_keys=True, default=str), []).append(c)
+    ids = {c["trial_id"]: c["trial_id"] for c in configs}
+    for trials in groups.values():
+        first = min(trials, key=lambda c: c["fold"])["trial_id"]
+        ids.update({c["trial_id"]: first for c in trials})
+    return ids
+
+
+def trials_of(configuration: str, configs: list) -> list:
+    """The trial ids of a configuration (configuration_ids), or of the one a trial belongs to."""
+    ids = configuration_ids(configs)
+    return [t for t, c in ids.items() if c == ids.get(configuration, configuration)]
+
+
+def by_configuration(rows: pd.DataFrame, configs: list) -> pd.DataFrame:
+    """The rows under their configuration's id (a trial the plan does not know keeps its own)."""
+    if not len(rows):
+        return rows
+    ids = configuration_ids(configs)
+    return rows.assign(trial_id=rows["trial_id"].map(lambda t: ids.get(t, t)))
+
+
 def planned_folds(configs: list) -> dict:
-    """trial_id -> how many folds its configuration planned."""
-    return {c["trial_id"]: len(folds_of(c)) for c in configs}
+    """configuration id -> how many folds it planned (over its trials)."""
+    ids, out = configuration_ids(configs), {}
+    for c in configs:
+        out[ids[c["trial_id"]]] = out.get(ids[c["trial_id"]], 0) + len(folds_of(c))
+    return out
+
+
+def best_means(frame: pd.DataFrame, objective: str, scores: tuple, configs: list) -> pd.DataFrame:
+    """The CV means that rank the configurations (cv_means of their ranked rows)."""
+    return cv_means(ranked_rows(by_configuration(frame, configs), objective), scores,
+                    planned_folds(configs))
 
 
 def with_every_fold(rows: pd.DataFrame, planned: dict) -> pd.DataFrame:

@@ -119,12 +119,12 @@ def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultSt
     if opts.keep_models != "best":
         return
     from sweeps.engine.export import keep_only
-    from sweeps.engine.ranking import best_row, cv_means, planned_folds, ranked_rows
+    from sweeps.engine.ranking import best_means, best_row, trials_of
     # As SweepResult.best ranks them (sweeps.engine.ranking), by the task's metric.
-    means = cv_means(ranked_rows(outcome.table, outcome.objective), TASKS[outcome.task].scores,
-                     planned_folds(outcome.plan.configs))
+    configs = outcome.plan.configs
+    means = best_means(outcome.table, outcome.objective, TASKS[outcome.task].scores, configs)
     best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
-    keep_only(store, best)
+    keep_only(store, best, trials_of(best["trial_id"], configs) if best is not None else [])
 
 
 def _plan_the_draws(planned: Planned, grid) -> None:
@@ -320,12 +320,14 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
 
 def _callbacks(spec, opts, store, configs, resolve):
     from sweeps.engine.progress import ProgressLine, StoreKeeper
+    from sweeps.engine.ranking import configuration_ids
     from sweeps.engine.tracking import MLflowSweepLogger
     total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
         opts.num_samples * len(folds_of(configs[0]))
     progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
                             opts.search == "grid" else opts.num_samples,
-                            objective=opts.objective or spec.objective, metric=metric_of(spec.task))
+                            objective=opts.objective or spec.objective, metric=metric_of(spec.task),
+                            groups=configuration_ids(configs))
     callbacks = [StoreKeeper(store, resolve), progress]
     tracking_uri = None
     if opts.mlflow:
@@ -521,8 +523,9 @@ def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd
     folds once topped the table); the others are named as left out."""
     if outcome.plan is None:
         return rows
-    from sweeps.engine.ranking import planned_folds, with_every_fold
-    whole = with_every_fold(rows, planned_folds(outcome.plan.configs))
+    from sweeps.engine.ranking import by_configuration, planned_folds, with_every_fold
+    configs = outcome.plan.configs
+    whole = with_every_fold(by_configuration(rows, configs), planned_folds(configs))
     left_out = rows["trial_id"].nunique() - whole["trial_id"].nunique()
     if not len(whole) or not left_out:
         return rows
