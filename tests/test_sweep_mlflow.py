@@ -245,3 +245,24 @@ def test_a_killed_tracking_server_costs_the_sweep_no_time_and_relog_fills_the_ga
         assert not (Path(outcome.root) / "mlflow-unlogged.json").exists()
     finally:
         mlflow_server.stop(store)
+
+
+def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits(tmp_path):
+    """Each split is a trial of its own: the parent's best accuracy is the best configuration's
+    mean over its splits (0.65), not the luckiest split's 0.8."""
+    from sweeps.engine.store import ResultStore
+    from sweeps.engine.tracking import SweepTracker
+    store = ResultStore(str(tmp_path / "results"))
+    store.create()
+    for key, fold, accuracy in (("A0", 0, 0.5), ("A1", 1, 0.8), ("B0", 0, 0.6), ("B1", 1, 0.6)):
+        store.write_part(key, fold, [{"trial_id": key, "fold": fold, "task": "classification",
+                                      "model": "sbfn", "model_params": "{}", "status": "ok",
+                                      "role": "ensemble", "accuracy": accuracy}])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = SweepTracker(uri, {"name": "s", "grid": "g", "dataset": "d",
+                                 "task": "classification"}, store)
+    tracker.apply({"op": "sweep"})
+    tracker.apply({"op": "end", "groups": {"A0": "A0", "A1": "A0", "B0": "B0", "B1": "B0"}})
+    metrics = tracker.client.get_run(tracker.parent_id).data.metrics
+    assert metrics["accuracy/sbfn"] == pytest.approx(0.65)
+    assert (metrics["configurations"], metrics["folds_done"]) == (2, 4)

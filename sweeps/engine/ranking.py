@@ -57,9 +57,13 @@ def trials_of(configuration: str, configs: list) -> list:
 
 def by_configuration(rows: pd.DataFrame, configs: list) -> pd.DataFrame:
     """The rows under their configuration's id (a trial the plan does not know keeps its own)."""
-    if not len(rows):
+    return relabelled(rows, configuration_ids(configs))
+
+
+def relabelled(rows: pd.DataFrame, ids: dict) -> pd.DataFrame:
+    """The rows under the ids `ids` gives their trial ids (configuration_ids), else their own."""
+    if not len(rows) or not ids:
         return rows
-    ids = configuration_ids(configs)
     return rows.assign(trial_id=rows["trial_id"].map(lambda t: ids.get(t, t)))
 
 

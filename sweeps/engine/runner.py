@@ -333,7 +333,8 @@ def _callbacks(spec, opts, store, configs, resolve):
     if opts.mlflow:
         tracking_uri, artifacts = _tracking_store(opts, store)
         sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task}
-        callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts))
+        callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts,
+                                           configuration_ids(configs)))
     return callbacks, progress, tracking_uri
 
 

@@ -47,6 +47,7 @@ from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.next_steps import console_script, python_module
 from sweeps.engine.planning import folds_of
+from sweeps.engine.ranking import relabelled
 from sweeps.engine.store import ResultStore
 from sweeps.engine.trainable import summarise
 from sweeps.engine.tracking_uri import login, mask
@@ -150,7 +151,9 @@ class SweepTracker:
         {"op": "start", "config": c}                     find or open c's run
         {"op": "fold", "config": c, "fold": k, "summary": s, "stamp": ms}
         {"op": "finish", "config": c, "status": "FINISHED" | "FAILED"}
-        {"op": "end"}                                    the parent's summary, from the records
+        {"op": "end", "groups": g}                       the parent's summary, from the records
+                                                         (g: trial id -> configuration id,
+                                                         sweeps.engine.ranking.configuration_ids)
     """
 
     def __init__(self, tracking_uri: str, sweep: dict, store: ResultStore,
@@ -250,10 +253,11 @@ class SweepTracker:
         complete = all(self.store.has_part(key, f) for f in folds_of(config))
         self.client.set_terminated(run, "FINISHED" if complete else status)
 
-    def _end(self) -> None:
+    def _end(self, groups: dict | None = None) -> None:
         """The parent's summary from the records: each model's best CV mean over the
-        configurations (the runs table's column of that metric), and what finished."""
-        table = self.store.read_parts()
+        configurations (the runs table's column of that metric; an image configuration's over
+        all its splits' trials, `groups`), and what finished."""
+        table = relabelled(self.store.read_parts(), groups or {})
         ok = table[table["status"] != "failed"] if len(table) else table
         failed = table[table["status"] == "failed"]["trial_id"].nunique() if len(table) else 0
         metrics = {"configurations": ok["trial_id"].nunique() if len(ok) else 0,
@@ -287,9 +291,9 @@ class MLflowSweepLogger(Callback):
     whose fields are the runs' params."""
 
     def __init__(self, tracking_uri: str, sweep: dict, resolve, store: ResultStore,
-                 artifact_location: str | None = None):
+                 artifact_location: str | None = None, groups: dict | None = None):
         self.tracking_uri, self.sweep, self.store = tracking_uri, sweep, store
-        self.resolve = resolve
+        self.resolve, self.groups = resolve, groups or {}
         self.artifact_location = artifact_location
         open_experiment(tracking_uri, sweep["name"], artifact_location)   # fail fast, here
         self._fresh()
@@ -304,11 +308,11 @@ class MLflowSweepLogger(Callback):
         self.down_until = 0.0
 
     def __getstate__(self):
-        keep = ("tracking_uri", "sweep", "resolve", "store", "artifact_location")
+        keep = ("tracking_uri", "sweep", "resolve", "store", "artifact_location", "groups")
         return {k: self.__dict__[k] for k in keep}
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        self.__dict__.update({"groups": {}, **state})     # an older sweep's: no groups
         self._fresh()
 
     # --- Tune's hooks: queue and return ---------------------------------------------------------
@@ -334,7 +338,7 @@ class MLflowSweepLogger(Callback):
                                                         "status": "FAILED"}))
 
     def on_experiment_end(self, trials, **info):
-        self._submit(lambda: [{"op": "end"}])
+        self._submit(lambda: [{"op": "end", "groups": self.groups}])
         self.queue.put(None)
         if self.worker is not None:
             self.worker.join()
