@@ -100,6 +100,14 @@ COMMANDS = [
      ["too few rows for the inner_folds", "inner_folds <= 18"]),
     ("image split larger than the data set", DIGITS, ["--smoke", "--no-mlflow",
      "--set", "n_train=100000"], ["'digits' has", "images, fewer than the 100000 train"]),
+    ("no holdout split", DIGITS, ["--splits", "0", "--no-mlflow"],
+     ["--splits: 0 is not a positive number of holdout splits"]),
+    ("more splits than a sampled search runs", DIGITS, ["--splits", "2", "--search", "random",
+     "--no-mlflow"], ["--splits 2 with --search random", "split 0 only", "--search grid"]),
+    ("a kind in a list of members", DIGITS, ["--smoke", "--no-mlflow", "--ensembles",
+     "mixed+simple_cnn"], ["'mixed' is an ensemble kind (mixed, cnn, resnet), which cannot be "
+                           "an item of a list", "for mixed's members list simple_cnn, "
+                           "resnet_tiny1, resnet_tiny2"]),
     ("unwritable storage", regression, [*REG, "--storage", "/proc/sbfn-results"],
      ["cannot write to the results storage", "--storage"]),
     ("storage under a file", regression, [*REG, "--storage", "{tmp}/a_file"],
@@ -283,6 +291,10 @@ ESTIMATOR_CASES = [
      .fit(X[:4], LABELS[:4]), "val_fraction=0.2 cannot hold out"),
     ("images below 4x4", lambda: SBFNClassifier(**FAST).fit(RNG.normal(size=(10, 2, 2)),
                                                            np.arange(10) % 2), "at least 4x4"),
+    ("channel-last images", lambda: SBFNClassifier(**FAST).fit(
+        RNG.normal(size=(10, 8, 8, 3)), np.arange(10) % 2),
+     "an array of shape (10, 8, 8, 3) looks channel-last (N, H, W, C): pass "
+     "X.transpose(0, 3, 1, 2)"),
     ("predict on other features", lambda: SBFNRegressor(**FAST).fit(X, Y).predict(X[:, :2]),
      "X has 2 features, but SBFNRegressor is expecting 3"),
 ]

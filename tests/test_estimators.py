@@ -471,3 +471,20 @@ def test_bad_images_are_clear_errors(digits):
     with pytest.raises(DataError, match="fitted on images"):
         clf.predict(X_te.reshape(len(X_te), -1))            # flat pixels are not images
     assert clf.predict(X_te[:, None]).shape == (len(X_te),)   # (N, 1, H, W) is the same shape
+
+
+# Channel-last images (N, H, W, C), as PIL and most libraries give them, were read as H
+# channels of W x C pixels: (120, 8, 8, 3) was refused as "needs images of at least 4x4 pixels".
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_channel_last_images_are_refused_naming_the_transpose(digits, channels):
+    X_tr, _, y_tr, _ = digits
+    hwc = np.repeat(X_tr[:120, :, :, None], channels, axis=3)
+    clf = SBFNClassifier(ensemble="cnn", n_members=2, epochs=1, combiner="logit_mean")
+    with pytest.raises(DataError, match=rf"shape \(120, 8, 8, {channels}\) looks channel-last "
+                       r"\(N, H, W, C\): pass X.transpose\(0, 3, 1, 2\)"):
+        clf.fit(hwc, y_tr[:120])
+    fitted = clf.fit(hwc.transpose(0, 3, 1, 2), y_tr[:120])          # the fix it names
+    assert fitted.image_shape_ == (channels, 8, 8)
+    with pytest.raises(DataError, match="looks channel-last"):     # predict says it too
+        fitted.predict(hwc)
+    assert fitted.predict(hwc.transpose(0, 3, 1, 2)).shape == (120,)

@@ -129,7 +129,40 @@ def test_npz_arrays_in_any_layout_give_the_same_images(tmp_path):
     assert a.classes == ("cat", "dog", "emu") and list(a.y[:3]) == [0, 1, 2]
     grey = load_images(f"npz:{tmp_path}/float.npz")
     assert grey.x.dtype == np.float32 and grey.x.shape == (30, 1, 8, 8)
-    assert grey.classes == ("0", "1", "2")
+    assert grey.classes == (0, 1, 2)
+
+
+# Integer labels came back as text ('0', '1', ...): a model exported from the sweep answered
+# strings, and scoring it on the file's own y raised "Mix of label input types".
+@pytest.mark.parametrize("y, classes", [
+    (np.array([3, 1, 0, 2] * 10), (0, 1, 2, 3)),
+    (np.array([3, 1, 0, 2] * 10, dtype=np.uint8), (0, 1, 2, 3)),
+    (np.array([3.0, 1.0, 0.0, 2.0] * 10), (0, 1, 2, 3)),               # whole floats
+    (np.array(["dog", "cat"] * 20), ("cat", "dog")),
+    (np.array([b"dog", b"cat"] * 20), ("cat", "dog")),                 # bytes: their text
+])
+def test_an_npzs_labels_keep_their_own_values_as_classes(tmp_path, y, classes):
+    x = np.random.default_rng(0).integers(0, 256, (40, 8, 8), dtype=np.uint8)
+    np.savez(tmp_path / "labels.npz", x=x, y=y)
+    data = load_images(f"npz:{tmp_path}/labels.npz")
+    assert data.classes == classes and [type(c) for c in data.classes] == \
+        [type(c) for c in classes]
+    np.testing.assert_array_equal(np.asarray(data.classes)[data.y], y.astype(
+        int if y.dtype.kind == "f" else str if y.dtype.kind == "S" else y.dtype))
+
+
+def test_the_images_are_counted_without_decoding_them(pngs, tmp_path, monkeypatch):
+    """What --smoke sizes its parts by: the count of a folder (listed) and of an npz (its
+    labels); None where the data cannot be read (its loading says why)."""
+    monkeypatch.setattr(image_files, "_decode", None)          # a decode would fail
+    assert image_files.count_images(f"folder:{pngs}") == sum(COUNTS.values())
+    np.savez(tmp_path / "parts.npz", x_train=np.zeros((7, 8, 8)), y_train=np.zeros(7),
+             x_test=np.zeros((3, 8, 8)), y_test=np.zeros(3))
+    assert image_files.count_images(f"npz:{tmp_path}/parts.npz") == 10
+    np.save(tmp_path / "one.npy", np.zeros(3))
+    for missing in (f"folder:{tmp_path}/nowhere", f"npz:{tmp_path}/nowhere.npz",
+                    f"npz:{tmp_path}/one.npy"):
+        assert image_files.count_images(missing) is None
 
 
 CIFAR = shared_data_dir() / "cifar10" / "cifar10.npz"

@@ -196,6 +196,32 @@ def test_a_factory_that_does_not_import_is_refused_with_the_settings(path, says)
     assert "\n" not in str(refused.value)
 
 
+# A kind in a list was "'mixed' is no architecture and no factory path (did you mean 'mixed'?)".
+@pytest.mark.parametrize("kind, means", [("mixed", "simple_cnn, resnet_tiny1, resnet_tiny2"),
+                                         ("cnn", "simple_cnn"), ("resnet", "resnet_tiny2")])
+def test_a_kind_in_a_list_is_refused_naming_what_a_list_holds(kind, means):
+    refusals = []
+    for make in (lambda: TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=[kind, BN_NET])),
+                 lambda: ensemble_archs(f"{kind},{BN_NET}", 2)):
+        with pytest.raises(ConfigError) as refused:
+            make()
+        refusals.append(str(refused.value))
+    for message in refusals:
+        assert f"'{kind}' is an ensemble kind (mixed, cnn, resnet), which cannot be an item of " \
+               "a list: only architectures (simple_cnn, resnet_tiny1, resnet_tiny2) and " \
+               "factory paths (package.module:build) can" in message
+        assert f"for {kind}'s members list {means}" in message and "did you mean" not in message
+
+
+def test_a_misspelt_item_of_a_list_is_matched_against_the_architectures_alone():
+    """A list's items are networks: 'mixd' in a list suggests no kind, 'mixd' alone does."""
+    with pytest.raises(ConfigError) as refused:
+        TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=["mixd", "simple_cnn"]))
+    assert "'mixd' is no architecture and no factory path;" in str(refused.value)
+    with pytest.raises(ConfigError, match=r"did you mean 'mixed'\?"):
+        TrialConfig.from_dict(dict(TINY_TRIAL, ensemble="mixd"))
+
+
 @pytest.mark.parametrize("name, says", [
     ("wrong_shape", r"to \(2, 11\), not to \(2, 10\)"),
     ("no_parameters", "no parameters"),

@@ -119,3 +119,81 @@ def test_a_list_given_as_a_setting_is_refused_in_one_line_not_crossed():
     message = str(refused.value)
     assert f"'ensemble' = ['simple_cnn', '{BN_NET}'] is not allowed" in message
     assert "grid axis" in message and "\n" not in message
+
+
+# ------------------------------------------------------------------ how many splits
+def refused_line(argv, tmp_path, capsys) -> str:
+    """The one `error:` line of the image sweep with `argv` (exit 2, Ray not started, nothing
+    written)."""
+    import ray
+    ray_before = ray.is_initialized()
+    code = main_for(ANY, [*argv, "--no-mlflow", "--num-cpus", "1", "--storage",
+                          str(tmp_path / "results")])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert ray.is_initialized() == ray_before and not (tmp_path / "results").exists()
+    return err
+
+
+# `--splits 0` planned no trial: Ray started, "0 configurations", exit 0, and a results path
+# that did not exist; with --set epochs=1 the error blamed epochs.
+@pytest.mark.parametrize("splits, more", [("0", []), ("-1", []), ("0", ["--dry-run"]),
+                                          ("0", ["--set", "epochs=1"])])
+def test_splits_below_one_are_refused_before_ray_starts(splits, more, tmp_path, capsys):
+    err = refused_line(["--dataset", "digits", "--splits", splits, *more], tmp_path, capsys)
+    assert f"--splits: {splits} is not a positive number of holdout splits" in err
+
+
+def test_a_sweep_files_folds_below_one_are_refused_for_images():
+    with pytest.raises(SbfnError, match="folds: 0 is not a positive number of holdout splits"):
+        Sweep.from_dict({"dataset": "digits", "folds": 0})
+
+
+# A sampled search runs split 0 alone (its space fixes the first split): --splits 2 ran split 0
+# while the records and sweep.json said folds = 2.
+@pytest.mark.parametrize("search", ["random", "optuna"])
+def test_a_sampled_search_runs_one_split_and_says_so(search, tmp_path, capsys):
+    err = refused_line(["--dataset", "digits", "--splits", "2", "--search", search],
+                       tmp_path, capsys)
+    assert f"--splits 2 with --search {search}" in err and "--search grid" in err
+    spec, _, opts = build_for(ANY)(["--dataset", "digits", "--search", search])
+    assert spec.base["folds"] == 1 and spec.repeat_axis == {"fold": (0,)}
+    assert {c["folds"] for c in plan(spec, opts)} == {1}         # what the records say
+    spec, _, _ = build_for(ANY)(["--dataset", "digits", "--search", search, "--splits", "1"])
+    assert spec.base["folds"] == 1
+    spec, _, _ = build_for(ANY)(["--dataset", "digits", "--splits", "2"])     # a grid: both
+    assert spec.base["folds"] == 2 and spec.repeat_axis == {"fold": (0, 1)}
+
+
+# ------------------------------------------------------------------ --smoke on small data
+def test_smoke_runs_on_a_folder_too_small_for_its_parts(folder):
+    """--smoke's 256 train + 64 val + 256 test images were refused on a 37-image folder as
+    if the user had asked for them: there it keeps the library's parts, which fit."""
+    from sweeps.engine.spaces import SMOKE, smoke
+    spec, _, opts = build_for(ANY)(["--dataset", f"folder:{folder}", "--image-size", "8",
+                                    "--smoke"])
+    configs = plan(smoke(spec), opts)
+    assert {(c["n_train"], c["n_val"], c["n_test"]) for c in configs} == {(None, None, None)}
+    check_data(configs)                 # the driver's check before Ray: the parts fit
+    spec, _, opts = build_for(ANY)(["--dataset", "digits", "--smoke"])    # 1,797: they fit
+    smoked = smoke(spec).base
+    assert all(smoked[k] == SMOKE["image classification"][k] for k in ("n_train", "n_test"))
+
+
+# ------------------------------------------------------------------ the labels an export answers
+def test_a_model_exported_from_an_npz_sweep_answers_the_files_own_labels(tmp_path):
+    """Integer labels answered as text ('0', '1'): scoring the exported model on the file's y
+    raised "Mix of label input types (string and number)"."""
+    from sweeps.engine.export import refit
+    from sbfn_dist.settings.config import TrialConfig
+    rng = np.random.default_rng(0)
+    y = np.arange(120) % 4
+    x = np.stack([pattern(k % 3, rng, 8) for k in y])
+    np.savez(tmp_path / "four.npz", x=x, y=y)
+    config = TrialConfig.from_dict(dict(
+        dataset=f"npz:{tmp_path / 'four.npz'}", folds=1, n_test=40, n_members=2, epochs=1,
+        ensemble="cnn", combiners=["logit_mean"], device="cpu", trial_id="t")).to_dict()
+    model = refit(config, "logit_mean", {}, None).estimator
+    assert list(model.classes_) == [0, 1, 2, 3]
+    assert set(model.predict(x[:, None])) <= {0, 1, 2, 3}
+    assert 0 <= model.score(x[:, None], y) <= 1

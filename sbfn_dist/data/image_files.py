@@ -57,6 +57,28 @@ def load_user_images(name: str, image_size: int | None = None):
     return _read_folder(name, _existing(path, "folder", "folder"), image_size)
 
 
+def count_images(name: str) -> int | None:
+    """How many images npz:PATH or folder:PATH (the path absolute) holds, told without decoding
+    them: an npz's labels are read, a folder is listed. None where that fails: loading it then
+    says why (a sweep sizes its --smoke parts by this, before its data check)."""
+    prefix = catalog.prefix_of(name)
+    path = pathlib.Path(name[len(prefix):])
+    try:
+        if prefix == catalog.NPZ_PREFIX:
+            return _npz_label_count(str(_existing(path, "file", "npz")))
+        return len(_listing(_existing(path, "folder", "folder"))[0])
+    except (DataError, OSError, ValueError, KeyError, TypeError, AttributeError,
+            zipfile.BadZipFile, EOFError):     # TypeError, AttributeError: a .npy, no archive
+        return None
+
+
+def _npz_label_count(path: str) -> int:
+    """The labels in the file (y, or y_train and y_test), reading no other array."""
+    with np.load(path, allow_pickle=False) as archive:
+        keys = ("y",) if "y" in archive.files else ("y_train", "y_test")
+        return sum(len(archive[k]) for k in keys)
+
+
 def _existing(path: pathlib.Path, kind: str, prefix: str) -> pathlib.Path:
     """`path` if it is a `kind` (file or folder), else the DataError that says what to name."""
     if not path.exists():
@@ -144,9 +166,17 @@ def _label_codes(y: np.ndarray, n: int, what: str) -> tuple[np.ndarray, tuple]:
                         " labels are integers or strings")
     if y.dtype.kind not in "iufUS":
         raise DataError(f"y of {what} is {y.dtype}: labels are integers or strings")
-    classes, codes = np.unique(y.astype(np.int64) if y.dtype.kind == "f" else y,
-                               return_inverse=True)
-    return codes.astype(np.int64), tuple(str(c) for c in classes)
+    classes, codes = np.unique(_label_values(y), return_inverse=True)
+    return codes.astype(np.int64), tuple(classes.tolist())
+
+
+def _label_values(y: np.ndarray) -> np.ndarray:
+    """The labels as the classes keep them: integers as integers (whole floats too), strings
+    as text (bytes decoded). A model exported from a sweep answers with these, as
+    SBFNClassifier fitted on the same arrays does, so it scores against the file's own y."""
+    if y.dtype.kind == "f":
+        return y.astype(np.int64)
+    return y.astype(str) if y.dtype.kind == "S" else y
 
 
 def _image_data(name, x, y, classes, n_train, notes) -> ImageData:

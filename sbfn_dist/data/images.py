@@ -78,7 +78,7 @@ class ImageData:
     x: np.ndarray            # uint8 (N, C, H, W), read-only: official train then official test images
                              # (your float images: float32)
     y: np.ndarray            # int64 (N,), read-only
-    classes: tuple[str, ...]
+    classes: tuple           # the label of each code: names (str), or your npz's integers
     n_official_train: int    # the first rows are the official training set
     notes: str = ""
 

@@ -293,8 +293,27 @@ def _is_images(X) -> bool:
     return (X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim) in (3, 4)
 
 
+# The channels of an image: gray, RGB, RGBA (what a channel-last array's last axis holds).
+CHANNELS = (1, 3, 4)
+
+
 def _as_images(X: np.ndarray) -> np.ndarray:
-    return X[:, None] if X.ndim == 3 else X
+    """(N, C, H, W): (N, H, W) as one channel; a channel-last array is refused (and any other
+    shape left to the shape checks)."""
+    if X.ndim == 3:
+        return X[:, None]
+    if X.ndim == 4:
+        _refuse_channel_last(X.shape)
+    return X
+
+
+def _refuse_channel_last(shape: tuple) -> None:
+    """(N, H, W, C) read as (N, C, H, W) would be H channels of W x C pixels: refused, naming
+    the transpose, where the last axis holds channels and the second cannot."""
+    if shape[3] in CHANNELS and shape[1] not in CHANNELS:
+        raise DataError(f"SBFNClassifier takes images as (N, C, H, W); an array of shape "
+                        f"{tuple(shape)} looks channel-last (N, H, W, C): pass "
+                        "X.transpose(0, 3, 1, 2)")
 
 
 def _held_out(codes: np.ndarray, cfg: TrialConfig):
@@ -322,7 +341,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         per channel; predict refuses images of another shape. Your images in class folders
         (or an npz of arrays x, y) load with
         `sbfn_dist.data.images.load_images("folder:PATH", image_size=N)`: its `.x`
-        (N, C, H, W) and `.y` (class codes; `.classes` their names) are X and y
+        (N, C, H, W) and `.y` (class codes; `.classes` the labels they stand for) are X and y
         (docs/image-data.md, "Your own images").
     Both: `epsilon`, `lr` = eta_theta, `epochs`, `batch_size`. For lr, epochs, batch_size and
     combiner None (the default) means the default of sbfn_dist.settings.fields for the data

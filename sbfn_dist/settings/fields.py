@@ -312,7 +312,8 @@ class Members:
         """The first item's reason to be refused (a factory's import error), "" if none."""
         if not isinstance(v, str) or v in ENSEMBLE_KINDS:
             return ""
-        return next(filter(None, map(member_refusal, v.split(MEMBER_SEPARATOR))), "")
+        items = v.split(MEMBER_SEPARATOR)
+        return next(filter(None, (member_refusal(item, len(items) > 1) for item in items)), "")
 
     def text(self, ctx) -> str:
         return (f"one of {ENSEMBLE_KINDS}, the import path of your factory build(in_channels, "
@@ -321,15 +322,29 @@ class Members:
                 "over the members)")
 
 
-def member_refusal(item: str) -> str:
-    """Why one item of an ensemble list names no member network ("" if it names one)."""
+def member_refusal(item: str, in_list: bool = False) -> str:
+    """Why one ensemble value, or one item of a list (`in_list`), names no member network (""
+    if it names one). A list's items are members' networks, so a misspelt one is matched
+    against the architectures alone."""
     if item in ARCHITECTURES:
         return ""
     if is_factory_path(item):
         why = import_factory(item)[1]
         return f"{item!r}: {why}" if why else ""
-    return (f"{item!r} is no architecture and no factory path"
-            f"{did_you_mean(item, ENSEMBLE_KINDS)}")
+    if item in ENSEMBLE_KINDS:
+        return kind_in_a_list(item)
+    known = ARCHITECTURES if in_list else ENSEMBLE_KINDS
+    return f"{item!r} is no architecture and no factory path{did_you_mean(item, known)}"
+
+
+def kind_in_a_list(kind: str) -> str:
+    """Why a kind (mixed, cnn, resnet) is no item of a list, and the architectures it stands
+    for: a kind is a whole ensemble, a list's items are its members' networks."""
+    kinds = (HETEROGENEOUS, *HOMOGENEOUS)
+    means = ARCHITECTURES if kind == HETEROGENEOUS else (HOMOGENEOUS[kind],)
+    return (f"{kind!r} is an ensemble kind ({', '.join(kinds)}), which cannot be an item of a "
+            f"list: only architectures ({', '.join(ARCHITECTURES)}) and factory paths "
+            f"(package.module:build) can; for {kind}'s members list {', '.join(means)}")
 
 
 def _split_choices(ctx):

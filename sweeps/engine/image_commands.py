@@ -44,8 +44,10 @@ def parser_for(command: str):
                    f"architecture ({', '.join(ARCHITECTURES)}), your factory "
                    f"(package.module:build) or a list joined by '{LIST_JOIN}' "
                    f"(simple_cnn{LIST_JOIN}mynets:build) (default: the grid's)")
+    # Checked where a sweep file's `folds` is too (spaces.split_count): one refusal for both.
     g.add_argument("--splits", type=int, help="repeated holdout splits (default: the grid's, "
-                   f"else {defaults('classification', 'image')['folds']})")
+                   f"else {defaults('classification', 'image')['folds']}; 1 with --search "
+                   "optuna or random, which run split 0 only)")
     return p
 
 
@@ -62,7 +64,8 @@ def build_for(command: str):
         args = parser_for(command).parse_args(argv)
         dataset = chosen_dataset(args) if command == ANY else command
         spec = image_sweep(dataset, splits=args.splits, members=args.members,
-                           epsilons=args.epsilons, ensembles=ensemble_values(args.ensembles))
+                           epsilons=args.epsilons, ensembles=ensemble_values(args.ensembles),
+                           search=args.search)
         return spec, args, with_image_size(args, options(args, catalog.short_name(dataset),
                                                          spec.objective))
     return build

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from sbfn_dist.settings import catalog
-from sbfn_dist.errors import ConfigError, DataError, did_you_mean
+from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.distributions import is_range
+from sweeps.engine.options import SEARCHES
 
 # Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
@@ -77,15 +78,24 @@ REFERENCE_LR_FACTORS = {"regression": (1.0, 0.1), "classification": (1.0,)}
 # The model whose best mean drives search and "best so far", per task.
 OBJECTIVES = {"regression": "sbfn_ls", "classification": "sbfn"}
 
-# --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), 256
-# training images, 1 epoch (images). Classification's stacked heads train 20 epochs instead of
-# their 1,000-step minimum (about 500 epochs of wine's 28-row validation part).
+# --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), at
+# most 256 training images, 1 epoch (images). Classification's stacked heads train 20 epochs
+# instead of their 1,000-step minimum (about 500 epochs of wine's 28-row validation part).
 SMOKE = {
     "tabular regression": {"folds": 3, "n_samples": 300, "epochs": 2},
     "tabular classification": {"folds": 3, "n_samples": 300, "epochs": 10, "head_epochs": 20},
     "image classification": {"epochs": 1, "n_train": 256, "n_val": 64, "n_test": 256,
                              "batch_size": 64},
 }
+# The image parts --smoke sizes; images too few for them all keep the library's parts instead
+# (the official test set or a fifth tested, a tenth held out, the rest trained:
+# sbfn_dist/data/images.py, default_n_test and default_n_val).
+SMOKE_PARTS = ("n_train", "n_val", "n_test")
+
+# The searches that draw configurations rather than list them (sweeps/engine/options.py). Their
+# space fixes the first value of the repeat axis (runner: sampled_space), so an image sweep's
+# drawn configurations run split 0 alone.
+SAMPLED = tuple(s for s in SEARCHES if s != "grid")
 
 
 def axis_text(value) -> str:
@@ -232,14 +242,15 @@ def _competitor_trial(name: str) -> dict:
 
 
 def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = None,
-                members=None, epsilons=None, ensembles=None) -> SweepSpec:
+                members=None, epsilons=None, ensembles=None, search: str | None = None
+                ) -> SweepSpec:
     """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial. `grid`:
     the image grid (sweeps/grids/images/, sweepfile.IMAGE_GRID) unless given (a sweep file's,
-    started from it); the other options replace its values."""
+    started from it); the other options replace its values. `search`: the sweep's (--search),
+    which decides how many splits a configuration runs (split_count)."""
     _check_image(dataset)
     grid = _grid_files().image_grid() if grid is None else grid
-    if splits is None:
-        splits = defaults("classification", "image")["folds"] if grid.folds is None else grid.folds
+    splits = split_count(splits, grid, search)
     base = {"dataset": dataset, "task": "classification", "folds": splits, **grid.preset}
     axes = with_axes(grid.axes, {"ensemble": ensembles or None, "n_members": members or None,
                                  "epsilon": epsilons})
@@ -247,6 +258,33 @@ def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = 
     # of one) has compared the mixed ensemble with the homogeneous ones wherever it got to.
     return SweepSpec(grid=catalog.short_name(dataset), dataset=dataset, base=base, axes=axes,
                      repeat_axis={"fold": tuple(range(splits))}, innermost="ensemble")
+
+
+def split_count(given: int | None, grid: Grid, search: str | None = None) -> int:
+    """The holdout splits each configuration runs: --splits, else the grid's `folds`, else the
+    library's; refused in one line unless a positive count. A sampled search runs split 0
+    alone, so its records say 1 (split 0 draws the same images whatever the count:
+    sbfn_dist/data/images.holdout_splits) and more splits asked of it are refused."""
+    name, splits = _asked_splits(given, grid)
+    if splits < 1:
+        raise SbfnError(f"{name}: {splits} is not a positive number of holdout splits; give 1 "
+                        f"or more (the default: {defaults('classification', 'image')['folds']})")
+    if search not in SAMPLED:
+        return splits
+    if name and splits > 1:
+        raise SbfnError(f"{name} {splits} with --search {search}: a sampled search runs each "
+                        f"configuration it draws on split 0 only, never on {splits} splits; "
+                        f"leave {name} out (or give 1), or run every split with --search grid")
+    return 1
+
+
+def _asked_splits(given: int | None, grid: Grid) -> tuple[str | None, int]:
+    """(where the count was asked: '--splits', a file's 'folds', None: the library's, count)."""
+    if given is not None:
+        return "--splits", given
+    if grid.folds is not None:
+        return "folds", grid.folds
+    return None, defaults("classification", "image")["folds"]
 
 
 def _check_image(dataset: str) -> None:
@@ -269,6 +307,27 @@ def smoke(spec: SweepSpec) -> SweepSpec:
     (the paper's: SVM-RBF; a user's own is checked too), little data, few epochs (SMOKE)."""
     axes = {k: v if is_range(v) else tuple(v[:2]) for k, v in spec.axes.items()}
     extra = spec.extra_trials[:1]
-    return replace(spec, base={**spec.base, **SMOKE[spec.kind]}, axes=axes, extra_trials=extra,
+    return replace(spec, base={**spec.base, **smoke_settings(spec)}, axes=axes, extra_trials=extra,
                    reference_lr_factors=spec.reference_lr_factors[:1],
                    repeat_axis={k: tuple(v[:1]) for k, v in spec.repeat_axis.items()})
+
+
+def smoke_settings(spec: SweepSpec) -> dict:
+    """SMOKE's settings for the sweep; an image set with fewer images than its parts ask for
+    (75 in a folder) keeps the library's parts, as the full sweep does: --smoke runs on any
+    data the full sweep runs on. --set n_train=... n_val=... n_test=... replaces either."""
+    settings = SMOKE[spec.kind]
+    if spec.kind != "image classification" or _holds(spec.dataset, settings):
+        return settings
+    return {k: v for k, v in settings.items() if k not in SMOKE_PARTS}
+
+
+def _holds(dataset: str, settings: dict) -> bool:
+    """Whether the image set holds the images of every part `settings` sizes. The built-in
+    sets hold 1,797 (digits) or more; yours are counted without decoding them (a count that
+    cannot be made says yes: the sweep's data check then names the problem)."""
+    if not catalog.prefix_of(dataset):
+        return True
+    from sbfn_dist.data.image_files import count_images      # numpy and torch: images only
+    n = count_images(catalog.absolute(dataset))
+    return n is None or n >= sum(settings[k] for k in SMOKE_PARTS)

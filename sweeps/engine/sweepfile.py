@@ -252,7 +252,7 @@ def _spec(d: dict, label: str | None) -> SweepSpec:
         for key in (k for k in TABULAR_ONLY if k in d):
             raise ConfigError(key, d[key], "a key of tabular sweeps; an image sweep crosses "
                               "its axes on `folds` holdout splits; leave it out")
-        return image_sweep(dataset, grid_of(d, image_grid()))
+        return image_sweep(dataset, grid_of(d, image_grid()), search=d.get("search"))
     start = named_grid(task, d["grid"]) if d.get("grid") else Grid({})
     return grid_sweep(task, dataset, d.get("grid") or label or "custom", grid_of(d, start))
 
