@@ -204,14 +204,18 @@ class ProgressLine(Callback):
                         (not self.objective or summary.get("objective_model") == self.objective)):
                     whole.setdefault(groups.get(key, key), []).append((trial, key, summary))
         planned = Counter(groups.values())
-        pick = min if self.mode == "min" else max
         scored = [(self._pooled([s for _, _, s in members]), members[0])
                   for group, members in whole.items() if len(members) >= planned.get(group, 1)]
         if not scored:
             return None
-        value, (trial, key, summary) = pick(scored, key=lambda s: s[0])
+        value, (trial, key, summary) = self._pick(scored, key=lambda s: s[0])
         split = planned.get(groups.get(key, key), 1) > 1
         return value, summary.get("objective_model", ""), _label(trial, key, split)
+
+    @property
+    def _pick(self):
+        """The better of values by the sweep's direction: min or max."""
+        return min if self.mode == "min" else max
 
     def _pooled(self, summaries: list) -> float:
         """The objective over the folds of one configuration's summaries (one, or one per
@@ -223,8 +227,7 @@ class ProgressLine(Callback):
         means = {k: sum(s[k] * w for s, w in zip(summaries, weights)) / sum(weights)
                  for k in summaries[0] if k.startswith(prefix)
                  and all(_usable(s.get(k)) for s in summaries)}
-        pick = min if self.mode == "min" else max
-        return pick(means.values(), default=float("nan"))
+        return self._pick(means.values(), default=float("nan"))
 
     def _done(self, trials) -> int:
         return sum(self.folds.get(t.trial_id, (t.last_result or {}).get("folds_done", 0))
