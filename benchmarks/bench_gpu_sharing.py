@@ -1,70 +1,159 @@
-"""GPU sharing: aggregate images/s of 4 processes on one GPU (what 4 trials at 0.25 GPU do) vs 1.
+"""GPU sharing: aggregate member-images/s of 4 processes on one GPU (what 4 trials at 0.25 GPU
+do) vs 1, with the GPU time-sliced between them (the default) and under CUDA MPS.
 
 Ray's fractional GPUs are logical: four 0.25-GPU trials are four processes on one card, each
 capping its memory at a quarter (as sweeps/engine/trainable.py does). This benchmark runs exactly
 that, without Ray (the GPU machine has no Ray): P worker processes start together, each trains
-an M-member CNN stack (ε-WTA cross-entropy, Adam, CIFAR-sized random batches) for a fixed
-time, and reports images/s; the aggregate is the sum. Needs CUDA.
+an M-member stack with the library's loop (`train_cnn_pack`: bf16 + the CUDA graph, both heads,
+benchmarks.bench_image_gpu.train_rate) on random CIFAR-shaped images for a fixed time, and counts
+member-images; the aggregate is their sum over the time from the common start to the last end.
 
-    python -m benchmarks.bench_gpu_sharing [--quick]
+Without MPS the processes' CUDA contexts take turns on the GPU: one kernel stream at a time, so a
+step of small kernels (a few channels per member) leaves most of the SMs idle while the GPU
+reads "busy". Under MPS (a daemon the benchmark starts with its own pipe directory, so that
+no other process is affected, and quits afterwards) kernels of the four processes run at once.
+`--mps` adds that side where `nvidia-cuda-mps-control` exists. Needs CUDA.
+
+    python -m benchmarks.bench_gpu_sharing [--quick] [--mps] [--stacks cnn:2 mixed:5] [--json FILE]
 """
 
+import argparse
+import contextlib
+import json
 import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 
 import torch
 
-from benchmarks.bench_image_members import STEPS, vectorised_side
-from benchmarks.common import cli, table
+from benchmarks.bench_image_gpu import BATCH, N_CLASSES, random_images, train_rate
+from benchmarks.common import table
 
-BATCH, SECONDS, WARMUP = 128, 10.0, 3
+SECONDS, STEPS, PROCESSES = 8.0, 100, 4
+STACKS = (("cnn", 2), ("mixed", 5), ("resnet", 5))
+MPS_CONTROL = "nvidia-cuda-mps-control"
+MPS_ENV = ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY")
 
 
 def worker(share: float, kind: str, m: int, seconds: float, start, out) -> None:
-    torch.cuda.set_per_process_memory_fraction(share)
-    x = torch.randn(BATCH, 3, 32, 32, device="cuda")
-    y = torch.randint(0, 10, (BATCH,), device="cuda")
-    step = vectorised_side(kind, m, x, y)           # STEPS optimiser steps per call
-    for _ in range(WARMUP):
-        step()
-    torch.cuda.synchronize()
-    start.wait()
-    begin, calls = time.perf_counter(), 0
-    while time.perf_counter() - begin < seconds:
-        step()
-        calls += 1
-    torch.cuda.synchronize()
-    out.put(calls * STEPS * BATCH / (time.perf_counter() - begin))
+    try:
+        torch.cuda.set_per_process_memory_fraction(share)
+        images = random_images(STEPS * BATCH + 2 * N_CLASSES, "cuda")
+        train_rate(images, kind, m, "fast", 1)             # cuDNN's choices, the allocator
+        start.wait()
+        begin, done = time.time(), 0
+        while time.time() - begin < seconds:
+            train_rate(images, kind, m, "fast", 2)
+            done += 2 * len(images.train_y) * m
+        out.put((begin, time.time(), done))
+    except Exception as exc:          # a side that cannot run is a finding, not a hang
+        out.put(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
 
 
-def aggregate(processes: int, kind: str, m: int, seconds: float) -> list[float]:
+def aggregate(processes: int, kind: str, m: int, seconds: float) -> float:
+    """Member-images/s of `processes` workers together (an error line if one failed)."""
     ctx = mp.get_context("spawn")
     start, out = ctx.Barrier(processes), ctx.Queue()
     procs = [ctx.Process(target=worker, args=(1 / processes, kind, m, seconds, start, out))
              for _ in range(processes)]
     for p in procs:
         p.start()
-    rates = [out.get() for _ in procs]
-    for p in procs:
-        p.join()
-    return rates
+    try:
+        got = [out.get(timeout=seconds + 60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+    errors = [g for g in got if isinstance(g, str)]
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(g[2] for g in got) / (max(g[1] for g in got) - min(g[0] for g in got))
 
 
-def run(quick: bool = False) -> None:
+@contextlib.contextmanager
+def mps_daemon():
+    """An MPS control daemon of this benchmark's own (pipe and log directories in a temp folder,
+    exported for the workers it spawns); quit and the environment restored afterwards."""
+    folder = tempfile.mkdtemp(prefix="sbfn-mps-")
+    env = {name: os.path.join(folder, name.split("_")[-2].lower()) for name in MPS_ENV}
+    saved = {name: os.environ.get(name) for name in MPS_ENV}
+    for path in env.values():
+        os.makedirs(path)
+    os.environ.update(env)
+    try:
+        subprocess.run([MPS_CONTROL, "-d"], check=True, timeout=30)
+        yield
+    finally:
+        subprocess.run([MPS_CONTROL], input="quit\n", text=True, timeout=30)
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.update({name: value})
+
+
+def guarded(measure):
+    try:
+        return measure()
+    except Exception as exc:
+        return f"failed: {str(exc)[:160]}"
+
+
+def run(quick: bool = False, mps: bool = False, stacks=STACKS) -> list:
     if not torch.cuda.is_available():
         print("SKIP bench_gpu_sharing: no CUDA device")
-        return
-    seconds = 5.0 if quick else SECONDS
-    rows = []
-    for kind, m in (("cnn", 5), ("mixed", 5)):
-        one = sum(aggregate(1, kind, m, seconds))
-        four = aggregate(4, kind, m, seconds)
-        rows.append([kind, m, f"{one:,.0f}", f"{sum(four):,.0f}",
-                     " / ".join(f"{r:,.0f}" for r in four), f"{sum(four) / one:.2f}x"])
-    table(f"{torch.cuda.get_device_name()}: M-member stack, batch {BATCH}, 3x32x32, "
-          f"{seconds:g} s per side", ["ensemble", "M", "1 process img/s", "4 processes img/s",
-                                      "per process", "aggregate ratio"], rows)
+        return []
+    seconds = 3.0 if quick else SECONDS
+    sides = {"1 process": lambda k, m: aggregate(1, k, m, seconds),
+             f"{PROCESSES}, time-sliced": lambda k, m: aggregate(PROCESSES, k, m, seconds)}
+    found = {kind_m: {} for kind_m in stacks}
+    for name, measure in sides.items():
+        for kind, m in stacks:
+            found[kind, m][name] = guarded(lambda: measure(kind, m))
+    if mps and shutil.which(MPS_CONTROL) is None:
+        print(f"MPS side skipped: no {MPS_CONTROL} on this machine")
+    elif mps:
+        name = f"{PROCESSES}, MPS"
+        try:
+            with mps_daemon():
+                for kind, m in stacks:
+                    found[kind, m][name] = guarded(lambda: aggregate(PROCESSES, kind, m, seconds))
+        except (OSError, subprocess.SubprocessError) as exc:   # the other sides still report
+            print(f"MPS side failed: {exc}")
+    return report(found, seconds)
+
+
+def report(found: dict, seconds: float) -> list:
+    names = list(dict.fromkeys(n for sides in found.values() for n in sides))
+    rows, out = [], []
+    for (kind, m), sides in found.items():
+        one = sides.get("1 process")
+        cells = [f"{v:,.0f}" if isinstance(v, float) else v for v in sides.values()]
+        ratios = [f"{v / one:.2f}x" if isinstance(v, float) and isinstance(one, float) else ""
+                  for v in list(sides.values())[1:]]
+        rows.append([kind, str(m), *cells, *ratios])
+        out.append({"kind": kind, "m": m, **sides})
+    table(f"{torch.cuda.get_device_name()}: member-images/s, M-member stack, bf16 + CUDA graph, "
+          f"batch {BATCH}, 3x32x32, {seconds:g} s per side",
+          ["ensemble", "M", *names, *[f"{n} vs 1" for n in names[1:]]], rows)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 s a side")
+    parser.add_argument("--mps", action="store_true", help="add the side under CUDA MPS")
+    parser.add_argument("--stacks", nargs="+", default=[f"{k}:{m}" for k, m in STACKS],
+                        help="KIND:M stacks to measure")
+    parser.add_argument("--json", help="also write the measurements to this file")
+    opts = parser.parse_args()
+    stacks = [(s.split(":")[0], int(s.split(":")[1])) for s in opts.stacks]
+    out = run(opts.quick, opts.mps, stacks)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
-    run(cli(__doc__.splitlines()[0]).quick)
+    main()

@@ -45,7 +45,6 @@ from sbfn_dist.learners import training
 from sbfn_dist.combiners.ensembles import make_head
 from sbfn_dist.data.images import DeviceImages, ImageData, _spec, holdout_splits
 from sbfn_dist.settings.fields import defaults
-from sbfn_dist.learners.registry import Ensemble
 from sbfn_dist.learners.training import CNNConfig, ColumnObserver, train_cnn_pack
 
 BATCH, N_CLASSES, EPSILONS = 128, 10, (0.0, 0.1, 0.3, 0.5, 0.8)
@@ -73,14 +72,6 @@ def trial_heads(m: int, n_sets: int, device) -> list:
             for k in range(n_sets) for h in HEADS]
 
 
-def compiled_ensemble(*args, **kwargs) -> Ensemble:
-    """An Ensemble whose forward runs through torch.compile (inductor fuses the elementwise
-    chains: BatchNorm, ReLU, pooling, additions; docs/benchmarks.md 9.4); the backward follows."""
-    model = Ensemble(*args, **kwargs)
-    model.forward = torch.compile(model.forward)
-    return model
-
-
 class EpochClock:
     """An observer that only notes when each epoch starts: train_cnn_pack reads each epoch's
     losses back (a host synchronisation) before the next starts, so the marks are GPU-true."""
@@ -103,7 +94,8 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
     through torch.compile (tracing inside the time)."""
     precision, engine = SIDES[side]
     cfgs = [CNNConfig(ensemble=kind, n_members=m, epsilon=e, epochs=epochs, batch_size=batch,
-                      precision=precision, engine=engine) for e in epsilons]
+                      precision=precision, engine=engine, compile="on" if compiled else "off")
+            for e in epsilons]
     clock = EpochClock()
     heads = [*trial_heads(m, len(cfgs), images.device), clock]
     cuda = images.device.type == "cuda"
@@ -112,10 +104,8 @@ def train_rate(images, kind: str, m: int, side: str, epochs: int, epsilons=(0.5,
         torch.cuda.reset_peak_memory_stats()
     forced = (mock.patch.object(training, "memory_format", lambda *_: layout) if layout
               else contextlib.nullcontext())
-    compiling = (mock.patch.object(training, "Ensemble", compiled_ensemble) if compiled
-                 else contextlib.nullcontext())
     begin = time.perf_counter()
-    with forced, compiling:
+    with forced:
         trained = train_cnn_pack(images, N_CLASSES, cfgs, heads)
     if cuda:
         torch.cuda.synchronize()

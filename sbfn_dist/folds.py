@@ -44,18 +44,21 @@ def pack_key(cfg: TrialConfig):
 
 
 def resolved(config) -> TrialConfig:
-    """The config with what "auto" chose on this machine: records carry the device, precision
-    and step engine used, not "auto"."""
+    """The config with what "auto" chose on this machine: records carry the device, precision,
+    step engine and compilation used, not "auto"."""
     cfg = TrialConfig.from_dict(config)
     if not cfg.has("device"):
         return cfg
-    from sbfn_dist.learners.steps import resolve_engine, resolve_precision   # torch: images
+    from sbfn_dist.learners.steps import (resolve_compile, resolve_engine,   # torch: images
+                                          resolve_precision)
     device = resolve_device(cfg.device)
     chosen = {"device": device}
     if cfg.has("precision"):
         chosen["precision"] = resolve_precision(cfg.precision, device)
     if cfg.has("step_engine"):
         chosen["step_engine"] = resolve_engine(cfg.step_engine, device)
+    if cfg.has("step_compile"):
+        chosen["step_compile"] = resolve_compile(cfg.step_compile, device)
     return TrialConfig({**cfg.to_dict(), **chosen})
 
 

@@ -69,14 +69,14 @@ def seeded_mlp_config(cfg, seed: int, geometry: str) -> MLPConfig:
 
 
 def seeded_cnn_config(cfg, seed: int) -> CNNConfig:
-    """The CNN members' settings of `cfg` as resolved (a trial's device, precision and step
-    engine are this machine's, sbfn_dist.folds.resolved), seeded by a fold's seed."""
+    """The CNN members' settings of `cfg` as resolved (a trial's device, precision, step engine
+    and compilation are this machine's, sbfn_dist.folds.resolved), seeded by a fold's seed."""
     sgd = cfg.optimizer == "sgd"
     return CNNConfig(ensemble=cfg.ensemble, n_members=cfg.n_members, epsilon=cfg.epsilon,
                      epochs=cfg.epochs, batch_size=cfg.batch_size, optimizer=cfg.optimizer,
                      lr=cfg.lr, momentum=cfg.momentum if sgd else CNNConfig.momentum,
                      weight_decay=cfg.weight_decay, seed=seed,
-                     precision=cfg.precision, engine=cfg.step_engine)
+                     precision=cfg.precision, engine=cfg.step_engine, compile=cfg.step_compile)
 
 
 class RegressionEnsemble:

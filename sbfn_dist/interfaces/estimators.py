@@ -119,13 +119,13 @@ class _SBFNEstimator(saved.Saveable, BaseEstimator):
 def _trial_config(s: dict, task: str) -> TrialConfig:
     """The checked parameters `s` as the TrialConfig the fold loop reads: the one combiner as the
     trial's combiners, lambda2 as a path of one value, random_state=None as seed 0 (fits are
-    deterministic), the device resolved. CNN steps run fp32 and eager on every device
+    deterministic), the device resolved. CNN steps run fp32, eager and uncompiled on every device
     (CNNConfig's own defaults): an estimator's fit does not depend on a GPU's bf16."""
     values = {n: v for n, v in s.items() if n in TRIAL_FIELDS}
     values.update({n: field(n).default for n in LOOP_ONLY})
     values.update(task=task, combiners=(s["combiner"],), seed=s["random_state"] or 0,
                   device=resolve_device(s["device"]), precision=CNNConfig.precision,
-                  step_engine=CNNConfig.engine)
+                  step_engine=CNNConfig.engine, step_compile=CNNConfig.compile)
     if "lambda2" in s:
         values["lambda2"] = (s["lambda2"],)
     return TrialConfig(values)

@@ -55,6 +55,7 @@ class CNNConfig:
     # How the step runs (sbfn_dist.learners.steps), as resolved for the device: trials pass theirs.
     precision: str = "fp32"                 # fp32 | bf16 (autocast, channels_last on CUDA)
     engine: str = "eager"                   # eager | cuda_graph
+    compile: str = "off"                    # off | on: the members' forward through torch.compile
 
 
 def mlp_settings(cfg, seed: int, geometry: str) -> MLPConfig:

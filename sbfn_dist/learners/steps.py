@@ -11,12 +11,13 @@ step ran, and only the precision changes numbers (docs/method.md says by how muc
 """
 
 import contextlib
+import os
 import warnings
 
 import torch
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.settings.fields import PRECISIONS, STEP_ENGINES as ENGINES
+from sbfn_dist.settings.fields import PRECISIONS, STEP_COMPILES as COMPILES, STEP_ENGINES as ENGINES
 # Full batches run eagerly (on a side stream, as CUDA graph capture requires) before the step is
 # captured: the optimizer's state, cuDNN's choices and the heads' lazy set-up happen there.
 WARMUP_STEPS = 3
@@ -42,6 +43,43 @@ def resolve_engine(engine: str, device: str) -> str:
         raise ConfigError("step_engine", engine, "auto or eager: CUDA graphs need a CUDA device "
                           f"(this trial runs on {device})")
     return engine
+
+
+# What "auto" compiles: nothing. On an H200 a default CIFAR-10 split's member steps ran 1.15x
+# faster compiled, but 0.85x with each stack's compilation counted (11-28 s once per sweep, 1-2 s
+# per later worker; docs/benchmarks.md 9.7): the issue's rule for a CUDA default, >= 1.2x, fails.
+COMPILE_AUTO_ON_CUDA = False
+# torch.compile's recompilations per code object before it falls back to eager: a reused worker
+# compiles Ensemble.forward once per stack shape ((kind, M) and batch size), more than dynamo's 8.
+RECOMPILE_LIMIT = 64
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
+
+
+def resolve_compile(value: str, device: str) -> str:
+    """"auto": what was measured to pay on the device (COMPILE_AUTO_ON_CUDA); "on" or "off"."""
+    if value not in COMPILES:
+        raise ConfigError("step_compile", value, f"one of {COMPILES}")
+    if value == "auto":
+        return "on" if COMPILE_AUTO_ON_CUDA and str(device).startswith("cuda") else "off"
+    return value
+
+
+def compiled(model: torch.nn.Module):
+    """The stack's forward through torch.compile (inductor fuses the elementwise chains around
+    the convolutions, AOTAutograd the backward's), one static graph per batch shape. The model
+    itself stays uncompiled: prediction's 4,096-image chunks need no graph of their own."""
+    import torch._dynamo
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit,
+                                               RECOMPILE_LIMIT)
+    return torch.compile(model, dynamic=False)
+
+
+def share_compile_cache(directory: str) -> None:
+    """torch's on-disk compilation caches (inductor's FX graph cache, AOTAutograd's cache,
+    Triton's kernels: all under TORCHINDUCTOR_CACHE_DIR) in `directory`, unless the user set
+    one: every process that compiles a stack after the first reads it from there. Set before
+    the process's first compilation (torch reads it when it first compiles)."""
+    os.environ.setdefault(INDUCTOR_CACHE, directory)
 
 
 def autocast(precision: str, device: torch.device):

@@ -41,7 +41,7 @@ from sbfn_dist.learners.mlp import VectorisedMLP, member_init
 from sbfn_dist.learners.cnn import member_seed
 from sbfn_dist.learners.registry import Ensemble, check_ensemble, ensemble_archs
 from sbfn_dist.runtime import torch_threads
-from sbfn_dist.learners.steps import StepRunner, autocast, memory_format, tuned_kernels
+from sbfn_dist.learners.steps import StepRunner, autocast, compiled, memory_format, tuned_kernels
 
 # Below this batch size a step's tensors are tiny and a second intra-op thread only spins:
 # the demo took 300 s with torch's default 2 threads under load and 22 s with one.
@@ -255,7 +255,7 @@ def _results(model, geometry, cfgs, diverged, seconds, epoch_loss, total: int,
 # epochs, batch size), one optimizer for all parameters, one way of running the step. Each set
 # keeps its own ensemble kind, M and epsilon (and its own heads: observers per set).
 CNN_PACK_SHARED = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
-                   "seed", "precision", "engine")
+                   "seed", "precision", "engine", "compile")
 
 
 def make_optimizer(params, cfg: CNNConfig):
@@ -298,7 +298,8 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
     fmt = memory_format(cfg.precision, device)
     model = model.to(device=device, memory_format=fmt)
     sizes = [c.n_members for c in cfgs]
-    step, loss_sum = _cnn_step(model, make_optimizer(model.parameters(), cfg),
+    step, loss_sum = _cnn_step(model, _forward(model, cfg),
+                               make_optimizer(model.parameters(), cfg),
                                SetWeights(sizes, [c.epsilon for c in cfgs]), cfg.precision,
                                observers)
     runner = StepRunner(step, cfg.engine)
@@ -325,7 +326,17 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
                     engine=runner.engine)
 
 
-def _cnn_step(model, opt, weights, precision: str, observers):
+def _forward(model, cfg: CNNConfig):
+    """The stack's forward for a batch: compiled (cfg.compile "on") for full batches; the
+    epoch's last, shorter batch runs the model as it is -- a second compilation, as long as the
+    first, would buy one batch an epoch."""
+    if cfg.compile != "on":
+        return lambda x: model(x)
+    fast = compiled(model)
+    return lambda x: fast(x) if len(x) == cfg.batch_size else model(x)
+
+
+def _cnn_step(model, forward, opt, weights, precision: str, observers):
     """One training step of the stack: all members forward (in `precision`), the epsilon-WTA
     cross-entropy per set (Algorithm 2), one backward, one optimizer step, the on-the-fly heads'
     steps, and the members' summed losses. Every tensor it updates is updated in place, and
@@ -336,7 +347,7 @@ def _cnn_step(model, opt, weights, precision: str, observers):
 
     def step(x, y):
         with autocast(precision, device):
-            logits = model(x)
+            logits = forward(x)
         loss, losses = geometry.wta_loss(logits.float(), y, weights)
         opt.zero_grad(set_to_none=False)
         loss.backward()

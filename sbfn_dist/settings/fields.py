@@ -38,6 +38,7 @@ DTYPES = ("float32", "float64")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16")           # sbfn_dist.learners.steps resolves "auto" per device
 STEP_ENGINES = ("auto", "eager", "cuda_graph")
+STEP_COMPILES = ("auto", "off", "on")          # sbfn_dist.learners.steps resolves "auto" per device
 ARCHITECTURES = ("simple_cnn", "resnet_tiny1", "resnet_tiny2")
 HETEROGENEOUS = "mixed"       # the paper's heterogeneous kind: the architectures alternate
 HOMOGENEOUS = {"cnn": "simple_cnn", "resnet": "resnet_tiny2"}   # the paper's homogeneous kinds
@@ -469,6 +470,9 @@ FIELDS = [
     Field("step_engine", OneOf(STEP_ENGINES), "auto", lambda ctx: ctx.members and ctx.image,
           IMAGES, hyper=False, doc="auto: the step captured as a CUDA graph on CUDA, eager "
                                    "elsewhere; eager keeps the step in Python"),
+    Field("step_compile", OneOf(STEP_COMPILES), "auto", lambda ctx: ctx.members and ctx.image,
+          IMAGES, hyper=False, doc="the members' forward through torch.compile (on) or not "
+                                   "(off); auto: as measured to pay on the trial's device"),
     # --- combiner settings, each where its combiners run
     Field("lambda2", Items(Real(0), min_len=1, unique=False), (0.0,),
           lambda ctx: ctx.uses(*CLOSED_FORM, *ITERATIVE, "sbfn_rbf"),

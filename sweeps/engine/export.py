@@ -61,7 +61,7 @@ from sweeps.engine.tracking_uri import hide, login, mask
 
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where
 # the planned config asked for them: the plan's value is the sweep's shared one, or the default.
-RESOLVED = ("device", "precision", "step_engine")
+RESOLVED = ("device", "precision", "step_engine", "step_compile")
 ARTIFACT = "sbfn_model"          # the saved directory's name among the MLflow model's artifacts
 EXAMPLE_ROWS = 3                 # rows of the MLflow model's input example
 

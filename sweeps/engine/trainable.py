@@ -61,6 +61,7 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     sys.unraisablehook = _quiet_worker_exit
     _limit_device(gpu_fraction, threads)
     store = ResultStore(results_uri)
+    _share_compile_cache(store, configs)
     keep = _keeper(store, keep_model)
     for config in configs:
         store.clear_failed(config["trial_id"])
@@ -231,6 +232,22 @@ def _limit_device(gpu_fraction: float, threads: int) -> None:
     if 0 < gpu_fraction < 1 and torch.cuda.is_available():
         # Fractional GPUs share memory with no isolation: cap each trial at its share.
         torch.cuda.set_per_process_memory_fraction(gpu_fraction)
+
+
+# torch's compilation caches of a sweep's compiled stacks (step_compile), under its results
+COMPILE_CACHE = "compile_cache"
+
+
+def _share_compile_cache(store: ResultStore, configs: list[dict]) -> None:
+    """A stack compiled by one trial is read back by every later process that trains it: the
+    caches live in the results directory (a shared file system on a cluster), so compilation
+    is paid once per sweep, not once per worker. Storage that is not a file system (s3://)
+    leaves torch's own per-machine cache; a trial that compiles nothing leaves the setting."""
+    from sbfn_dist.folds import resolved
+    from sbfn_dist.learners.steps import share_compile_cache
+    compiles = any(resolved(c).get("step_compile") == "on" for c in configs)
+    if compiles and isinstance(store.fs, pafs.LocalFileSystem):
+        share_compile_cache(f"{store.root}/{COMPILE_CACHE}")
 
 
 def _restored_folds() -> set:
