@@ -10,32 +10,27 @@ member-images; the aggregate is their sum over the time from the common start to
 
 Without MPS the processes' CUDA contexts take turns on the GPU: one kernel stream at a time, so a
 step of small kernels (a few channels per member) leaves most of the SMs idle while the GPU
-reads "busy". Under MPS (a daemon the benchmark starts with its own pipe directory, so that
-no other process is affected, and quits afterwards) kernels of the four processes run at once.
+reads "busy". Under MPS (a daemon of the benchmark's own, as a sweep starts one:
+sweeps/engine/mps.py) kernels of the four processes run at once.
 `--mps` adds that side where `nvidia-cuda-mps-control` exists. Needs CUDA.
 
     python -m benchmarks.bench_gpu_sharing [--quick] [--mps] [--stacks cnn:2 mixed:5] [--json FILE]
 """
 
 import argparse
-import contextlib
 import json
 import multiprocessing as mp
-import os
 import shutil
-import subprocess
-import tempfile
 import time
 
 import torch
 
 from benchmarks.bench_image_gpu import BATCH, N_CLASSES, random_images, train_rate
 from benchmarks.common import table
+from sweeps.engine.mps import CONTROL, MpsError, daemon_while
 
 SECONDS, STEPS, PROCESSES = 8.0, 100, 4
 STACKS = (("cnn", 2), ("mixed", 5), ("resnet", 5))
-MPS_CONTROL = "nvidia-cuda-mps-control"
-MPS_ENV = ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY")
 
 
 def worker(share: float, kind: str, m: int, seconds: float, start, out) -> None:
@@ -74,25 +69,6 @@ def aggregate(processes: int, kind: str, m: int, seconds: float) -> float:
     return sum(g[2] for g in got) / (max(g[1] for g in got) - min(g[0] for g in got))
 
 
-@contextlib.contextmanager
-def mps_daemon():
-    """An MPS control daemon of this benchmark's own (pipe and log directories in a temp folder,
-    exported for the workers it spawns); quit and the environment restored afterwards."""
-    folder = tempfile.mkdtemp(prefix="sbfn-mps-")
-    env = {name: os.path.join(folder, name.split("_")[-2].lower()) for name in MPS_ENV}
-    saved = {name: os.environ.get(name) for name in MPS_ENV}
-    for path in env.values():
-        os.makedirs(path)
-    os.environ.update(env)
-    try:
-        subprocess.run([MPS_CONTROL, "-d"], check=True, timeout=30)
-        yield
-    finally:
-        subprocess.run([MPS_CONTROL], input="quit\n", text=True, timeout=30)
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.update({name: value})
-
-
 def guarded(measure):
     try:
         return measure()
@@ -111,15 +87,15 @@ def run(quick: bool = False, mps: bool = False, stacks=STACKS) -> list:
     for name, measure in sides.items():
         for kind, m in stacks:
             found[kind, m][name] = guarded(lambda: measure(kind, m))
-    if mps and shutil.which(MPS_CONTROL) is None:
-        print(f"MPS side skipped: no {MPS_CONTROL} on this machine")
+    if mps and shutil.which(CONTROL) is None:
+        print(f"MPS side skipped: no {CONTROL} on this machine")
     elif mps:
         name = f"{PROCESSES}, MPS"
         try:
-            with mps_daemon():
+            with daemon_while():
                 for kind, m in stacks:
                     found[kind, m][name] = guarded(lambda: aggregate(PROCESSES, kind, m, seconds))
-        except (OSError, subprocess.SubprocessError) as exc:   # the other sides still report
+        except (OSError, MpsError) as exc:          # the other sides still report
             print(f"MPS side failed: {exc}")
     return report(found, seconds)
 

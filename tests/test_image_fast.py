@@ -194,12 +194,13 @@ def test_a_sweep_that_compiles_keeps_the_compilation_in_its_results(monkeypatch,
     worker, on a cluster too); trials that do not, leave torch's setting alone."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "")
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")       # restored to the test's start after it
-    config = {"dataset": "digits", "task": "classification", "n_members": 2, "ensemble": "cnn",
-              "combiners": ["logit_mean"]}
+    base = {"dataset": "digits", "task": "classification", "n_members": 2, "ensemble": "cnn",
+            "combiners": ["logit_mean"]}
+    planned = [TrialConfig.from_dict({**base, **c}).to_dict() for c in ({}, {"step_compile": "on"})]
     store = ResultStore(str(tmp_path))
-    _share_compile_cache(store, [config])
+    _share_compile_cache(store, planned[:1])
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
-    _share_compile_cache(store, [config, {**config, "step_compile": "on"}])
+    _share_compile_cache(store, planned)
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == f"{tmp_path}/{COMPILE_CACHE}"
 
 

@@ -66,7 +66,7 @@ def test_the_sweep_file_keys_are_the_spec_keys_and_the_tables():
 def values(data_dir: str) -> dict:
     return {"address": "127.0.0.1:6379", "num_cpus": 3, "cpus_per_trial": 0.5, "num_gpus": 1.0,
             "gpus_per_trial": 0.5, "max_concurrent": 2, "max_failures": 0, "node_wait_s": 7.0,
-            "pack": "off", "storage": "elsewhere", "name": "named", "mlflow_uri":
+            "pack": "off", "mps": "off", "storage": "elsewhere", "name": "named", "mlflow_uri":
             "http://127.0.0.1:5000", "mlflow": False, "verbose": True, "smoke": True,
             "data_dir": data_dir, "search": "optuna", "num_samples": 7, "search_seed": 3,
             "objective": "sbfn_ls", "keep_models": "best", "settings": {"epochs": 3}}

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from sbfn_dist.interfaces.cli import parse_assignments
 from sbfn_dist.settings.fields import SEED_LIMIT
+from sweeps.engine.mps import MPS_MODES
 from sweeps.engine.packing import PACK_MODES
 
 
@@ -111,6 +112,7 @@ POSITIVE = Kind("a number > 0", _number(0.0, open_=True), float)
 SECONDS = Kind("a number of seconds >= 0", _number(0.0), float)
 MAPPING = Kind("a mapping (key: value)", _mapping)
 PACK = Kind(f"one of {', '.join(PACK_MODES)}", _one_of(PACK_MODES), choices=PACK_MODES)
+MPS = Kind(f"one of {', '.join(MPS_MODES)}", _one_of(MPS_MODES), choices=MPS_MODES)
 # grid: every planned point; optuna: TPE over the axes; random: Tune's own draws of them
 # (sweeps/engine/runner.py). A range axis (uniform(0, 1), ...) takes optuna or random.
 SEARCHES = ("grid", "optuna", "random")
@@ -176,6 +178,11 @@ OPTIONS = (
            "Ray trial per pack; on: image ones too (the epsilons of one kind, M and split; "
            "slower per member on an H100, docs/sweeps.md); off: one configuration per trial",
            section="resources"),
+    Option("mps", MPS, "auto",
+           "auto: trials sharing a GPU of the Ray this sweep starts run under a CUDA MPS daemon "
+           "of its own, their kernels at once (1.6-1.8x on an H200, docs/sweeps.md), where "
+           "nvidia-cuda-mps-control exists; on: the same, or refused; off: the GPU takes turns "
+           "between trials", section="resources"),
     Option("storage", TEXT, "results", "parent directory or pyarrow URI (s3://bucket/prefix) "
            "of the sweep's results directory"),
     Option("name", TEXT, None, "the sweep's name", "DATASET-GRID[-smoke]"),

@@ -36,6 +36,7 @@ from sweeps.engine.claim import refuse_while_running
 from sweeps.engine.distributions import has_ranges, is_range
 from sweeps.engine.model_names import check_model_names, check_objective, distinct_trials
 from sweeps.engine.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
+from sweeps.engine.mps import MPS_MODES, wanted
 from sweeps.engine.packing import PACK_MODES
 from sweeps.engine.spaces import SweepSpec, axis_text
 from sweeps.engine.store import ResultStore
@@ -62,6 +63,7 @@ class SweepOptions:
     objective: str = DEFAULT["objective"]   # model whose score search and "best" use
     max_failures: int = DEFAULT["max_failures"]
     pack: str = DEFAULT["pack"]             # configurations training together (engine/packing.py)
+    mps: str = DEFAULT["mps"]               # trials sharing a GPU under CUDA MPS (engine/mps.py)
     keep_models: str = DEFAULT["keep_models"]   # best: trials keep fitted models (engine/export.py)
     node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
                                         # locally, 600 s on a cluster (its autoscaler may start
@@ -81,6 +83,10 @@ class SweepOptions:
         self.mlflow_uri = hide(self.mlflow_uri)
         self.command = mask(self.command)
 
+    def shares_under_mps(self) -> bool:
+        """Whether the trials share their GPUs under an MPS daemon this sweep starts."""
+        return wanted(self.mps, self.num_gpus, self.gpus_per_trial, self.address)
+
     def validate(self) -> None:
         """Every run option (the model names a sweep was given: `plan`)."""
         if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
@@ -95,6 +101,9 @@ class SweepOptions:
             raise ConfigError("--search", self.search, f"one of {', '.join(SEARCHES)}")
         if self.pack not in PACK_MODES:
             raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
+        if self.mps not in MPS_MODES:
+            raise ConfigError("--mps", self.mps, f"one of {MPS_MODES}")
+        self.shares_under_mps()             # --mps on where it cannot: refused before Ray
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:

@@ -19,10 +19,11 @@ class ResourceError(SbfnError):
 
 
 def connect(address: str | None, num_cpus: int | None, num_gpus: float,
-            verbose: bool = False) -> tuple[str, str | None]:
+            verbose: bool = False, mps: bool = False) -> tuple[str, str | None]:
     """Use a running Ray (already initialised here, or at --address), else start one on loopback.
     Returns where, and the session directory of a Ray started here (None for one not ours).
-    `verbose` (--verbose): Ray's INFO lines too."""
+    `verbose` (--verbose): Ray's INFO lines too; `mps`: a Ray started here runs its trials
+    under an MPS daemon of this process (sweeps/engine/mps.py)."""
     import ray
     level = "INFO" if verbose else "ERROR"
     if ray.is_initialized():
@@ -36,9 +37,13 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     # "local": a new Ray of our own. Without it ray.init joins the cluster named in Ray's temp
     # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and
     # refuses num_cpus there.
+    if mps:
+        from sweeps.engine.mps import start_for_this_process
+        start_for_this_process()
     started = ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
                        include_dashboard=False, logging_level=level)
-    return "a local Ray instance on 127.0.0.1", started.address_info["session_dir"]
+    return ("a local Ray instance on 127.0.0.1" + (", its GPU shared under CUDA MPS" if mps
+                                                   else ""), started.address_info["session_dir"])
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:

@@ -191,7 +191,8 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
 
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
     from sweeps.engine.resources import check_trial_fits, connect
-    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose)
+    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
+                             opts.shares_under_mps())
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
         # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
@@ -465,7 +466,8 @@ def _drawn_axes(spec: SweepSpec) -> str:
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
-                                                  if opts.gpus_per_trial else "")
+                                                  if opts.gpus_per_trial else "") \
+        + (" (GPUs shared under CUDA MPS)" if opts.shares_under_mps() else "")
     print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}",
           file=out)
     trial_packs_ = trial_packs(opts, configs)

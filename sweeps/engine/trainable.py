@@ -243,9 +243,10 @@ def _share_compile_cache(store: ResultStore, configs: list[dict]) -> None:
     caches live in the results directory (a shared file system on a cluster), so compilation
     is paid once per sweep, not once per worker. Storage that is not a file system (s3://)
     leaves torch's own per-machine cache; a trial that compiles nothing leaves the setting."""
-    from sbfn_dist.folds import resolved
-    from sbfn_dist.learners.steps import share_compile_cache
-    compiles = any(resolved(c).get("step_compile") == "on" for c in configs)
+    from sbfn_dist.learners.steps import resolve_compile, share_compile_cache
+    from sbfn_dist.runtime import resolve_device
+    compiles = any(resolve_compile(c["step_compile"], resolve_device(c["device"])) == "on"
+                   for c in configs if "step_compile" in c)      # planned: trusted, as run
     if compiles and isinstance(store.fs, pafs.LocalFileSystem):
         share_compile_cache(f"{store.root}/{COMPILE_CACHE}")
 
