@@ -15,6 +15,7 @@ pack, so a reader can size a run on more GPUs. Needs CUDA and Ray.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -28,6 +29,7 @@ import time
 import numpy as np
 
 SAMPLE_S = 0.2
+STOP_WAIT_S = 15          # for a sweep stopped from outside (pipeline.sh's GRACE_S is 40)
 SHAPES = {"cifar10": (60000, 32, 32, 3), "fashion_mnist": (70000, 28, 28),
           "mnist": (70000, 28, 28)}
 
@@ -82,6 +84,28 @@ def per_trial_cost(parts: pathlib.Path) -> list:
             for k, v in cost.items()]
 
 
+def stopped_or_done(proc: subprocess.Popen):
+    """The sweep's exit code; or, stopped from outside (SIGTERM: a time limit), the sweep is
+    stopped as Ctrl-C would (what finished stays in its parts) and given STOP_WAIT_S to exit:
+    then None if it is still stopping, so that this summary is written before a SIGKILL (a GPU
+    sweep took over 40 s to stop Ray and its workers, 2026-11-27 and -28)."""
+    stopping = threading.Event()
+
+    def stop(*_):
+        proc.send_signal(signal.SIGINT)
+        stopping.set()
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while proc.poll() is None:
+            if stopping.wait(0.5):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=STOP_WAIT_S)
+                break
+        return proc.poll()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset", default="cifar10", choices=tuple(SHAPES))
@@ -104,12 +128,7 @@ def main(argv=None) -> dict:
     sampler.start()
     begin = time.time()
     proc = subprocess.Popen(cmd, env=env)
-    # Stopped from outside (a time limit): stop the sweep as Ctrl-C would, keep what finished.
-    signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGINT))
-    try:
-        code = proc.wait()
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    code = stopped_or_done(proc)
     end = time.time()
     sampler.stopped.set()
     first = first_part_time(storage / name / "parts", begin) or end
