@@ -4,7 +4,8 @@
                  (kept as float32), and labels ``y`` (N,): integers or strings. Or the built-in
                  files' four arrays x_train, y_train, x_test, y_test, pooled train first.
     folder:PATH  PATH/<class>/.../<image>, the layout torchvision's ImageFolder reads (its class
-                 folders, its file extensions); decoded once with PIL as 8-bit gray (when every
+                 folders, its file extensions, links followed unless they would read an image
+                 twice or under another class); decoded once with PIL as 8-bit gray (when every
                  image is gray) or RGB, resized to image_size x image_size where given, cached.
 
 The decoded folder is cached on disk, keyed by what it was made from:
@@ -196,30 +197,99 @@ def _read_folder(name: str, root: pathlib.Path, image_size: int | None):
 
 
 def _listing(root: pathlib.Path) -> tuple[list, tuple]:
-    """(relative path, class code, size, mtime) of every image, as ImageFolder finds them."""
-    from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset
+    """(relative path, class code, size, mtime) of every image, as ImageFolder finds them (its
+    class folders, its extensions, its order), each file once and under its own class
+    (_ClassWalk: the links it refuses)."""
+    from torchvision.datasets import folder
     try:
-        classes, index = find_classes(root)
-        found = make_dataset(root, index, extensions=IMG_EXTENSIONS)
-    except FileNotFoundError as exc:
-        raise DataError(_listing_problem(root, str(exc))) from None
+        classes, _ = folder.find_classes(root)
+    except FileNotFoundError:       # its "Couldn't find any class folder"
+        raise DataError(f"folder {root} has no sub-folders: put each class's images in a "
+                        f"sub-folder named after the class ({root}/cat/1.png, "
+                        f"{root}/dog/1.png, ...)") from None
     except OSError as exc:
-        raise DataError(f"folder {root} cannot be listed ({brief(exc)}): check its "
-                        "permissions") from None
-    files = []
-    for path, code in found:
-        stat = os.stat(path)
-        files.append((os.path.relpath(path, root), code, stat.st_size, stat.st_mtime_ns))
+        raise _unlisted(root, exc) from None
+    walk = _ClassWalk(root, lambda p: folder.has_file_allowed_extension(p, folder.IMG_EXTENSIONS))
+    files, empty = [], []
+    for code, name in enumerate(classes):
+        found = walk.files(name)
+        empty += [] if found else [name]
+        for path in found:
+            try:
+                stat = os.stat(path)
+            except OSError as exc:
+                raise _unlisted(root, exc) from None
+            files.append((os.path.relpath(path, root), code, stat.st_size, stat.st_mtime_ns))
+    if empty:
+        raise DataError(f"folder {root} has class folders without an image "
+                        f"({', '.join(empty)}): add images (.png, .jpg, ...) to them or remove "
+                        "them")
     return files, tuple(classes)
 
 
-def _listing_problem(root: pathlib.Path, said: str) -> str:
-    if "class folder" in said:
-        return (f"folder {root} has no sub-folders: put each class's images in a sub-folder "
-                f"named after the class ({root}/cat/1.png, {root}/dog/1.png, ...)")
-    empty = said.split("classes ", 1)[-1].split(". ", 1)[0]
-    return (f"folder {root} has class folders without an image ({empty}): add images "
-            f"(.png, .jpg, ...) to them or remove them")
+def _unlisted(root: pathlib.Path, exc: OSError) -> DataError:
+    return DataError(f"folder {root} cannot be listed ({brief(exc)}): check its permissions")
+
+
+class _ClassWalk:
+    """The files under each class folder, following links as ImageFolder does, except where
+    that would read a file twice or under another class (issue 32: a class folder holding
+    `loop -> ..` made 40 images 1,640, copies on both sides of the split). Refused, in one
+    line naming the link: a link to a folder inside the data set or above it (the data set
+    itself included), a file or folder reached a second time (a file link, a loop elsewhere,
+    two links to one folder), a link to nothing. A link to a folder or file elsewhere is
+    followed: a class folder may be a link to where its images live."""
+
+    def __init__(self, root: pathlib.Path, is_image):
+        self.root, self.real, self.is_image = root, os.path.realpath(root), is_image
+        self.seen: dict = {}       # real path -> the relative path it was first reached by
+
+    def files(self, name: str) -> list[str]:
+        """The paths of every image under class folder `name`, in ImageFolder's order (the
+        walk's folders sorted, each one's files sorted)."""
+        top = os.path.join(self.root, name)
+        self._enter(top)
+        found = []
+        for folder, subfolders, names in os.walk(top, followlinks=True):
+            for sub in subfolders:          # checked before the walk goes into them
+                self._enter(os.path.join(folder, sub))
+            real, names = os.path.realpath(folder), [n for n in names if self.is_image(n)]
+            for n in names:
+                self._file(os.path.join(folder, n), os.path.join(real, n))
+            found.append((folder, names))
+        return [os.path.join(folder, n) for folder, names in sorted(found) for n in sorted(names)]
+
+    def _enter(self, path: str) -> None:
+        real = os.path.realpath(path)
+        if os.path.islink(path):
+            inside = real == self.real or real.startswith(self.real + os.sep)
+            if inside or self.real.startswith(real.rstrip(os.sep) + os.sep):
+                raise self._refusal(f"{self._rel(path)} is a link to {real}, "
+                                    f"{'inside' if inside else 'above'} the data set: its "
+                                    "images would be read twice or under another class; "
+                                    "remove the link")
+        self._once(path, real)
+
+    def _file(self, path: str, real: str) -> None:
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if not os.path.exists(real):
+                raise self._refusal(f"{self._rel(path)} is a link to {real}, which does not "
+                                    "exist: remove the link")
+        self._once(path, real)
+
+    def _once(self, path: str, real: str) -> None:
+        first = self.seen.setdefault(real, self._rel(path))
+        if first != self._rel(path):
+            raise self._refusal(f"{first} and {self._rel(path)} are one file or folder "
+                                f"({real}), which would be read twice: remove the link that "
+                                "leads to it again")
+
+    def _rel(self, path: str) -> str:
+        return os.path.relpath(path, self.root)
+
+    def _refusal(self, text: str) -> DataError:
+        return DataError(f"folder {self.root}: {text}")
 
 
 def _fingerprint(root: pathlib.Path, files: list, image_size: int | None) -> str:
