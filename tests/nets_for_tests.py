@@ -79,3 +79,10 @@ def fails_forward(in_channels: int, n_classes: int) -> nn.Module:
 
 
 NOT_CALLABLE = 3
+
+
+def lazy_net(in_channels: int, n_classes: int) -> nn.Module:
+    """A CNN whose layers take their input sizes from the first batch, as PyTorch's lazy
+    modules let a network be written without the images' size."""
+    return nn.Sequential(nn.LazyConv2d(6, 3, padding=1), nn.LazyBatchNorm2d(), nn.ReLU(),
+                         nn.Flatten(), nn.LazyLinear(n_classes))

@@ -261,3 +261,40 @@ def test_logits_on_another_device_than_the_images_are_refused():
     """The device check, without a GPU: the dummy batch on the meta device, logits on the CPU."""
     why = check_factory("tests.nets_for_tests:output_on_cpu", 1, 10, (8, 8), torch.device("meta"))
     assert why == "its output is on cpu, not on meta with its input"
+
+
+# ------------------------------------------------------------------ lazy modules
+# They passed the planning check, then every trial failed after its retries with "Can't access
+# the shape of an uninitialized parameter" (issue 32): a stack joins its members' tensors when
+# it is built, before any batch.
+LAZY = "tests.nets_for_tests:lazy_net"
+
+
+def test_a_factorys_lazy_modules_take_their_shapes_from_the_images_seeded_per_member():
+    seeds = [3, 4]
+    stack = GenericStack(LAZY, 1, 10, seeds, "grouped", size=(8, 8))
+    for j, seed in enumerate(seeds):
+        alone = build_factory_member(LAZY, 1, 10, seed, (8, 8))
+        assert alone[4].weight.shape == (10, 6 * 8 * 8)
+        member = stack.member(j).state_dict()
+        for name, tensor in alone.state_dict().items():     # the same start, exactly
+            assert torch.equal(member[name], tensor), name
+        assert alone[1].num_batches_tracked == 0           # the dummy batch counted nowhere
+    assert not torch.equal(stack.member(0)[4].weight, stack.member(1)[4].weight)
+    assert stack(torch.zeros(5, *DIGITS)).shape == (5, 2, 10)
+    with pytest.raises(ConfigError, match=r"lazy modules, .*size=\(H, W\)"):
+        GenericStack(LAZY, 1, 10, seeds)                    # no images' size to take
+
+
+def test_a_classifier_of_lazy_members_fits_saves_and_loads(tmp_path):
+    from sbfn_dist import SBFNClassifier
+    check_data([dict(TINY_TRIAL, ensemble=LAZY)])           # a sweep's planning
+    [row] = run_trial(dict(TINY_TRIAL, n_members=2, ensemble=LAZY))
+    assert row["status"] == "ok"
+    data = load_images("digits")
+    model = SBFNClassifier(n_members=2, ensemble=LAZY, epochs=1).fit(data.x[:200], data.y[:200])
+    model.save(tmp_path / "lazy")
+    again = SBFNClassifier.load(tmp_path / "lazy", trust_plugins=True)
+    torch.testing.assert_close(torch.as_tensor(again.predict_proba(data.x[200:260])),
+                               torch.as_tensor(model.predict_proba(data.x[200:260])),
+                               rtol=0, atol=0)

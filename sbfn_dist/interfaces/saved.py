@@ -152,7 +152,7 @@ def _moe_head_args(head: MoEGateHead) -> dict:
 def _ensemble_args(model: Ensemble) -> dict:
     return {"archs": [str(a) for a in model.archs], "in_channels": model.in_channels,
             "n_classes": model.n_classes, "seeds": list(model.seeds),
-            "strategy": model.strategy, **_module_place(model)}
+            "strategy": model.strategy, "size": model.size, **_module_place(model)}
 
 
 def _mlp_args(model: VectorisedMLP) -> dict:
@@ -176,7 +176,8 @@ RECIPES = {
     "Ensemble": (Ensemble, Recipe(
         _ensemble_args,
         lambda a, device: _placed(Ensemble(**_module_args(
-            a, "archs", "in_channels", "n_classes", "seeds", "strategy")), a, device))),
+            a, "archs", "in_channels", "n_classes", "seeds", "strategy"),
+            size=a.get("size")), a, device))),     # size: lazy layers' shapes (saved since 32)
     "SBFNClassifierHead": (SBFNClassifierHead, Recipe(
         _sbfn_head_args,
         lambda a, device: _placed(SBFNClassifierHead(**_module_args(

@@ -29,6 +29,7 @@ from itertools import chain
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
+from torch.nn.parameter import is_lazy
 
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.learners.cnn import STRATEGIES, check_images, runs_grouped
@@ -52,17 +53,48 @@ def factory_name(spec) -> str:
     return spec if isinstance(spec, str) else f"{spec.__module__}:{spec.__qualname__}"
 
 
-def build_factory_member(spec, in_channels: int, n_classes: int, seed: int) -> nn.Module:
+def build_factory_member(spec, in_channels: int, n_classes: int, seed: int,
+                         size=None) -> nn.Module:
     """One member from the factory, initialised from `seed` as cnn.build_member initialises a
-    built-in (the caller's random stream does not move)."""
+    built-in (the caller's random stream does not move); its lazy modules (nn.LazyLinear, ...)
+    take their shapes from images (in_channels, *size) (_materialise)."""
     build = factory(spec)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = build(in_channels, n_classes)
-    if not isinstance(net, nn.Module):
-        raise ConfigError("ensemble", factory_name(spec), f"build({in_channels}, {n_classes}) "
-                          f"returned a {type(net).__name__}, not a torch.nn.Module")
+        if not isinstance(net, nn.Module):
+            raise ConfigError("ensemble", factory_name(spec), f"build({in_channels}, "
+                              f"{n_classes}) returned a {type(net).__name__}, not a "
+                              "torch.nn.Module")
+        _materialise(net, spec, in_channels, size)
     return net
+
+
+def _materialise(net: nn.Module, spec, in_channels: int, size) -> None:
+    """Give lazy modules their shapes, as PyTorch asks before an optimizer is made: a dummy
+    batch through the member. A stack joins its members' tensors when it is built, before
+    any batch (issue 32: every trial failed with "Can't access the shape of an uninitialized
+    parameter"). In eval mode, so that no BatchNorm statistic counts the dummy batch; the
+    lazy layers draw their initial weights from the member's seeded stream, as its other
+    layers did in build."""
+    if not any(is_lazy(t) for _, t in _tensors(net)):
+        return
+    if size is None:
+        raise ConfigError("ensemble", factory_name(spec), "its network has lazy modules, "
+                          "whose shapes a first batch sets: build its members with the "
+                          "images' size (size=(H, W))")
+    x = torch.zeros(DUMMY_BATCH, in_channels, *size)
+    training = net.training
+    try:
+        with torch.no_grad():
+            net.eval()(x)
+    except Exception as exc:
+        raise ConfigError("ensemble", factory_name(spec), _forward_failed(x, exc)) from None
+    net.train(training)
+
+
+def _forward_failed(x: torch.Tensor, exc: Exception) -> str:
+    return f"its forward on a batch of shape {tuple(x.shape)} failed: {named_error(exc)}"
 
 
 def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
@@ -70,7 +102,7 @@ def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
     on `device`, in one line ("" if it can): its network must have parameters and map a dummy
     batch on the device to (batch, n_classes) logits on the device."""
     try:
-        net = build_factory_member(spec, in_channels, n_classes, 0)
+        net = build_factory_member(spec, in_channels, n_classes, 0, size)
     except ConfigError as exc:
         return exc.allowed
     except Exception as exc:
@@ -82,7 +114,7 @@ def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
             out = net.to(device).train()(x)
     except Exception as exc:
-        return f"its forward on a batch of shape {tuple(x.shape)} failed: {named_error(exc)}"
+        return _forward_failed(x, exc)
     return _output_refusal(out, x, n_classes)
 
 
@@ -100,18 +132,21 @@ def _output_refusal(out, x: torch.Tensor, n_classes: int) -> str:
 class GenericStack(nn.Module):
     """M members built by one factory, held as joined tensors (module docstring).
 
-    Member j starts with exactly the weights of build_factory_member(spec, ..., seeds[j]).
-    forward: (B, C_in, H, W) -> (B, M, n_classes); member(j) -> an ordinary model.
+    Member j starts with exactly the weights of build_factory_member(spec, ..., seeds[j], size).
+    forward: (B, C_in, H, W) -> (B, M, n_classes); member(j) -> an ordinary model. `size`, the
+    images' (H, W), is needed where the network has lazy modules (their shapes come from it).
     """
 
     def __init__(self, spec, in_channels: int, n_classes: int, seeds: list[int],
-                 strategy: str = "auto"):
+                 strategy: str = "auto", size=None):
         super().__init__()
         if strategy not in STRATEGIES:
             raise ConfigError("strategy", strategy, f"one of {STRATEGIES}")
         self.arch, self.build = factory_name(spec), factory(spec)
         self.in_channels, self.n_classes, self.strategy = in_channels, n_classes, strategy
-        members = [build_factory_member(self.build, in_channels, n_classes, s) for s in seeds]
+        self.size = size
+        members = [build_factory_member(self.build, in_channels, n_classes, s, size)
+                   for s in seeds]
         self.n_members = len(members)
         template = copy.deepcopy(members[0]).to("meta")   # weightless: the stack supplies all
         self.__dict__["_template"] = template              # not a submodule: adds no parameters
@@ -147,7 +182,7 @@ class GenericStack(nn.Module):
     def member(self, j: int) -> nn.Module:
         """An ordinary model holding member j's current weights, on the stack's device/dtype."""
         ref = next(self.net.parameters())
-        model = build_factory_member(self.build, self.in_channels, self.n_classes, 0)
+        model = build_factory_member(self.build, self.in_channels, self.n_classes, 0, self.size)
         model = model.to(device=ref.device, dtype=ref.dtype).train(self.training)
         _copy(dict(_tensors(model)), self.member_views()[j])
         return model

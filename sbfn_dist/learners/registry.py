@@ -62,25 +62,27 @@ def check_ensemble(kind, in_channels: int, n_classes: int, size, device) -> None
 
 
 def build_ensemble(kind, n_members: int, in_channels: int, n_classes: int, seed: int,
-                   strategy: str = "auto") -> "Ensemble":
+                   strategy: str = "auto", size=None) -> "Ensemble":
     """The ensemble model: forward (B, in_channels, H, W) -> (B, n_members, n_classes).
 
     strategy: how each member stack computes ("auto", "grouped", "per_member"); see cnn.py.
+    size: the images' (H, W), which a factory's lazy modules take their shapes from.
     """
     return Ensemble(ensemble_archs(kind, n_members), in_channels, n_classes,
-                    [member_seed(seed, j) for j in range(n_members)], strategy)
+                    [member_seed(seed, j) for j in range(n_members)], strategy, size)
 
 
-def member_stack(arch, in_channels: int, n_classes: int, seeds: list, strategy: str):
+def member_stack(arch, in_channels: int, n_classes: int, seeds: list, strategy: str, size):
     """The stack of the members of one architecture: a built-in's, or a factory's."""
     if arch in ARCHITECTURES:
         return MemberStack(arch, in_channels, n_classes, len(seeds), seeds, strategy)
-    return GenericStack(arch, in_channels, n_classes, seeds, strategy)
+    return GenericStack(arch, in_channels, n_classes, seeds, strategy, size)
 
 
 class Ensemble(nn.Module):
     """A (possibly heterogeneous) ensemble: archs[j] is member j's architecture (a built-in
-    name, a factory path or a factory function), seeds[j] its seed.
+    name, a factory path or a factory function), seeds[j] its seed; size, the images' (H, W),
+    where a factory's network has lazy modules (GenericStack).
 
     Members of one architecture share a stack. A packed ensemble (several hypothesis sets
     side by side, sbfn_dist.learners.training.train_cnn_pack) is one Ensemble too; `subset` takes
@@ -89,7 +91,7 @@ class Ensemble(nn.Module):
     """
 
     def __init__(self, archs: list, in_channels: int, n_classes: int, seeds: list[int],
-                 strategy: str = "auto"):
+                 strategy: str = "auto", size=None):
         super().__init__()
         if not archs:
             raise ConfigError("archs", archs, "at least one member architecture")
@@ -97,13 +99,14 @@ class Ensemble(nn.Module):
             raise ConfigError("seeds", seeds, f"one seed per member ({len(archs)} members)")
         self.archs, self.seeds, self.in_channels = list(archs), list(seeds), in_channels
         self.n_classes, self.strategy = n_classes, strategy
+        self.size = tuple(size) if size is not None else None
         groups = {a: [j for j, b in enumerate(archs) if b == a] for a in archs}
         self.member_ids = groups     # arch -> the member indices its stack holds, in order
         # a module name holds no '.': a factory's stack is named by its place
         self.keys = {a: a if a in ARCHITECTURES else f"factory{k}" for k, a in enumerate(groups)}
         self.stacks = nn.ModuleDict({
             self.keys[a]: member_stack(a, in_channels, n_classes, [seeds[j] for j in ids],
-                                       strategy)
+                                       strategy, self.size)
             for a, ids in groups.items()})
         order = torch.tensor([j for ids in groups.values() for j in ids])
         # stacks' outputs concatenated are in `order`; this gather puts them back in j order
@@ -130,7 +133,7 @@ class Ensemble(nn.Module):
         BatchNorm statistics, on this ensemble's device, dtype and memory format."""
         ref = next(self.parameters())
         part = Ensemble(self.archs[start:stop], self.in_channels, self.n_classes,
-                        self.seeds[start:stop], self.strategy)
+                        self.seeds[start:stop], self.strategy, self.size)
         part = part.to(device=ref.device, dtype=ref.dtype).train(self.training)
         for j in range(start, stop):
             arch = self.archs[j]

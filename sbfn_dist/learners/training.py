@@ -294,7 +294,8 @@ def train_cnn_pack(images, n_classes: int, cfgs: list, observers=()) -> list:
     torch.manual_seed(cfg.seed)
     model = Ensemble([a for c in cfgs for a in ensemble_archs(c.ensemble, c.n_members)],
                      n_channels, n_classes,
-                     [member_seed(c.seed, j) for c in cfgs for j in range(c.n_members)])
+                     [member_seed(c.seed, j) for c in cfgs for j in range(c.n_members)],
+                     size=size)
     fmt = memory_format(cfg.precision, device)
     model = model.to(device=device, memory_format=fmt)
     sizes = [c.n_members for c in cfgs]
