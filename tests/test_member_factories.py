@@ -223,7 +223,8 @@ def test_a_misspelt_item_of_a_list_is_matched_against_the_architectures_alone():
 
 
 @pytest.mark.parametrize("name, says", [
-    ("wrong_shape", r"to \(2, 11\), not to \(2, 10\)"),
+    ("wrong_shape", r"to \(2, 11\) float32, not to \(2, 10\)"),
+    ("integer_output", r"to \(2, 10\) int64, not to \(2, 10\) float logits"),
     ("no_parameters", "no parameters"),
     ("not_a_module", "not a torch.nn.Module"),
     ("fails_to_build", r"build\(1, 10\) failed: ValueError: this network takes 3 channels, not 1"),

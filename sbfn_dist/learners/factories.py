@@ -120,13 +120,21 @@ def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
 
 def _output_refusal(out, x: torch.Tensor, n_classes: int) -> str:
     """Why a dummy batch's output is no logits of it ("" if it is)."""
-    got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-    if got != (len(x), n_classes) or not out.is_floating_point():
-        return (f"its forward maps a batch of shape {tuple(x.shape)} to {got}, not to "
-                f"({len(x)}, {n_classes}) float logits")
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (len(x), n_classes) \
+            or not out.is_floating_point():
+        return (f"its forward maps a batch of shape {tuple(x.shape)} to {_described(out)}, "
+                f"not to ({len(x)}, {n_classes}) float logits")
     if out.device != x.device:
         return f"its output is on {out.device}, not on {x.device} with its input"
     return ""
+
+
+def _described(out) -> str:
+    """A tensor's shape and dtype ("(2, 2), not (2, 2) float logits" hid an int64 output:
+    issue 32), else the type of what came back."""
+    if isinstance(out, torch.Tensor):
+        return f"{tuple(out.shape)} {str(out.dtype).removeprefix('torch.')}"
+    return type(out).__name__
 
 
 class GenericStack(nn.Module):
