@@ -281,7 +281,8 @@ def bad_folders(root: Path) -> dict:
                          "nan_pixels": {"x": np.where(x > 250, np.nan, x / 255.0),
                                         "y": np.arange(40) % 2},
                          "unclear_channels": {"x": np.zeros((40, 3, 8, 3)),
-                                              "y": np.arange(40) % 2}}.items():
+                                              "y": np.arange(40) % 2},
+                         "no_images": {"x": x[:0], "y": np.arange(0)}}.items():
         np.savez(root / f"{name}.npz", **arrays)
         made[name] = root / f"{name}.npz"
     np.savez(root / "object_labels.npz", x=x, y=np.array(["a", 1] * 20, dtype=object))
@@ -310,6 +311,7 @@ BAD = [   # (case, data set, extra settings, what the one line says)
     ("unclear channel axis", "npz:{unclear_channels}", {}, "axis 1 or 3 holds the channels"),
     ("not an npz", "npz:{text.npz}", {}, "cannot be read (not an npz archive)"),
     ("labels as Python objects", "npz:{object_labels}", {}, "holds Python objects"),
+    ("no images (an IndexError)", "npz:{no_images}", {}, "x and y of {no_images} are empty"),
     ("one npy array", "npz:{one_array}", {}, "holds one array, not an npz archive"),
     ("image_size of arrays", "npz:{short_labels}", {"image_size": 8},
      "'image_size' = 8 is not allowed"),

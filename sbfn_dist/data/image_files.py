@@ -162,6 +162,9 @@ def _label_codes(y: np.ndarray, n: int, what: str) -> tuple[np.ndarray, tuple]:
     if y.ndim != 1 or len(y) != n:
         raise DataError(f"y of {what} has shape {y.shape} for {n} images: labels are one "
                         "integer or string per image, shape (N,)")
+    if n == 0:     # before the class count, whose message names a class (an IndexError)
+        raise DataError(f"x and y of {what} are empty (0 images): save your images and their "
+                        "labels with numpy.savez(PATH, x=images, y=labels)")
     if y.dtype.kind == "f" and not np.array_equal(y, np.round(y)):
         raise DataError(f"y of {what} holds fractional numbers (e.g. {y[y != np.round(y)][0]}):"
                         " labels are integers or strings")
