@@ -16,8 +16,9 @@ from sbfn_dist import run_trial
 from sbfn_dist.data import image_files
 from sbfn_dist.data.images import load_images
 from sbfn_dist.errors import ConfigError, DataError
-from sbfn_dist.folds import check_data
+from sbfn_dist.folds import check_data, make_parts
 from sbfn_dist.learners.cnn import MIN_SIZE
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import field
 from tests.conftest import shared_data_dir
 
@@ -359,6 +360,21 @@ def test_a_sweep_of_a_bad_folder_stops_before_ray_in_one_line(bad, tmp_path, cap
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be decoded" in err
     assert not (tmp_path / "results" / "bad" / "results.parquet").exists()
+
+
+# A small folder failed on parts the user never sized ("n_val=1 leaves class 'b' without an
+# image", "n_test=3 leaves class 'b' ..."): the defaults now hold every class (issue 32).
+@pytest.mark.parametrize("counts, combiners", [({"a": 6, "b": 6, "c": 6}, ["sbfn_stacked"]),
+                                               ({"a": 12, "b": 2}, ["logit_mean"])])
+def test_a_small_folders_default_parts_hold_every_class(tmp_path, counts, combiners):
+    root = write_folder(tmp_path / "small", counts, side=8)
+    config = {**FAST, "dataset": f"folder:{root}", "combiners": combiners}
+    check_data([config])                                        # a sweep's planning
+    data = load_images(f"folder:{root}")
+    [split] = make_parts(TrialConfig.from_dict(config), data)
+    parts = [split.train, split.test] + ([split.val] if "sbfn_stacked" in combiners else [])
+    for part in parts:
+        assert sorted(set(data.y[part])) == list(range(len(counts)))
 
 
 def test_image_size_allows_what_the_members_take():

@@ -262,16 +262,27 @@ PARTS = ("test", "val", "train")  # drawing order: test rows do not depend on n_
 
 
 def default_n_val(n_val: int | None, needed: bool, data: ImageData) -> int:
-    """10% of the official training images unless n_val is given; 0 when no combiner needs it."""
+    """10% of the official training images unless n_val is given, and never fewer than hold
+    every class (_every_class); 0 when no combiner needs it."""
     if n_val is not None:
         return n_val
-    return data.n_official_train // 10 if needed else 0
+    return max(data.n_official_train // 10, _every_class(np.bincount(data.y, minlength=len(data.classes)))) if needed else 0
 
 
 def default_n_test(data: ImageData) -> int:
-    """The official test-set size; 20% (rounded up) for a data set without an official split."""
+    """The official test-set size; 20% (rounded up) for a data set without an official split;
+    never fewer than hold every class (_every_class)."""
     n = len(data.y)
-    return n - data.n_official_train if data.n_official_train < n else math.ceil(0.2 * n)
+    share = n - data.n_official_train if data.n_official_train < n else math.ceil(0.2 * n)
+    return max(share, _every_class(np.bincount(data.y, minlength=len(data.classes))))
+
+
+def _every_class(counts: np.ndarray) -> int:
+    """The smallest part whose stratified share holds every class (`counts`: images per class):
+    the rarest class's share of it is a whole image. A default below it failed on a small set
+    (18 images of 3 classes: "n_val=1 leaves class 'b' without an image", a setting the user
+    never set: issue 32)."""
+    return math.ceil(counts.sum() / max(1, counts.min()))
 
 
 def holdout_splits(data: ImageData, n_splits: int = 5, n_train: int | None = None, n_val: int = 0,
@@ -284,11 +295,11 @@ def holdout_splits(data: ImageData, n_splits: int = 5, n_train: int | None = Non
     """
     if n_splits < 1:
         raise ConfigError("folds", n_splits, "use at least 1 holdout split (the paper uses 5)")
-    sizes = _part_sizes(data, n_train, n_val, n_test)
     by_class = [np.flatnonzero(data.y == c) for c in range(len(data.classes))]
     counts = np.array([len(rows) for rows in by_class])
-    require_images_per_class(counts, data.classes, sum(n > 0 for n in sizes.values()),
-                             f"data set '{data.name}'")
+    # first: too few images of a class, not the part sizes that then cannot fit, is the problem
+    require_images_per_class(counts, data.classes, 2 + (n_val > 0), f"data set '{data.name}'")
+    sizes = _part_sizes(data, n_train, n_val, n_test)
     quotas = _stratified_quotas(counts, sizes, data.classes)
     return [_draw_split(by_class, quotas, np.random.default_rng(fold_seed(seed, s))) for s in range(n_splits)]
 
@@ -317,7 +328,7 @@ def _stratified_quotas(counts: np.ndarray, sizes: dict[str, int], classes) -> di
             empty = classes[int(np.argmin(quotas[part]))]
             raise DataError(f"n_{part}={sizes[part]} leaves class '{empty}' without an image (parts are stratified "
                             f"by the pool's class shares, and each needs every class): use n_{part} >= "
-                            f"{math.ceil(counts.sum() / counts.min())}" + (" or n_val=0" if part == "val" else ""))
+                            f"{_every_class(counts)}" + (" or n_val=0" if part == "val" else ""))
     return quotas
 
 

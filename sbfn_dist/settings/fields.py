@@ -405,7 +405,8 @@ FIELDS = [
     Field("seed", Int(0, SEED_LIMIT), 0, hyper=False),
     Field("n_train", Maybe(Int(10), "the rest"), None, lambda ctx: ctx.image, IMAGES,
           hyper=False, record=False, doc="member-training images per split"),
-    Field("n_test", Maybe(Int(10), "the official test-set size"), None, lambda ctx: ctx.image,
+    Field("n_test", Maybe(Int(10), "the official test-set size, else 20%; at least one image "
+                             "of every class"), None, lambda ctx: ctx.image,
           IMAGES, hyper=False, record=False),
     # A folder's images are resized to one shape (members take one input shape); npz arrays
     # and the built-in sets keep theirs. >= learners/cnn.MIN_SIZE (tests/test_image_files.py).
@@ -527,7 +528,8 @@ FIELDS = [
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
           lambda ctx: ctx.uses("sbfn_stacked", "moe_stacked"), "the stacked heads"),
     # --- the validation part that stacked combiners fit on
-    Field("n_val", Maybe(Int(1), "10% of the official training images"), None,
+    Field("n_val", Maybe(Int(1), "10% of the official training images, at least one of every "
+                            "class"), None,
           lambda ctx: ctx.image and ctx.uses(*STACKED),
           "image trials with a stacked combiner (sbfn_stacked, moe_stacked, logit_mean_tuned)",
           hyper=False, record=False),
