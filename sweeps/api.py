@@ -35,7 +35,7 @@ from sweeps.engine.options import OPTIONS, into_definition
 from sweeps.engine.planning import Planned, settings_of
 from sweeps.engine.ranking import (best_means, best_row as _best_row, by_configuration,
                                    cv_means, planned_folds, ranked_rows, trials_of)
-from sweeps.engine.runner import (SweepOptions, SweepOutcome, plan, print_plan, result_store,
+from sweeps.engine.runner import (SweepOptions, SweepOutcome, dry_run, plan, result_store,
                                   run_sweep)
 from sweeps.engine.spaces import OBJECTIVES, SweepSpec
 from sweeps.engine.store import ResultStore
@@ -283,10 +283,9 @@ class Sweep:
         return plan(self.spec, self.options)
 
     def dry_run(self, out=None) -> list[dict]:
-        """Print the trials, their packs and resources, as `--dry-run` does; run nothing."""
-        configs = self.trials()
-        print_plan(self.spec, self.options, configs, out)
-        return configs
+        """Check what a run checks before Ray starts (the data, your networks), then print the
+        trials, their packs and resources, as `--dry-run` does; run nothing."""
+        return dry_run(self.spec, self.options, out)
 
     def run(self, **options) -> SweepResult:
         """Run the sweep (a local Ray on 127.0.0.1 unless options name an address); prints

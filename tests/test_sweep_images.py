@@ -144,6 +144,50 @@ def test_splits_below_one_are_refused_before_ray_starts(splits, more, tmp_path, 
     assert f"--splits: {splits} is not a positive number of holdout splits" in err
 
 
+# --dry-run checked neither the data nor the networks: each of these listed "1 configurations",
+# exit 0, where the run refused it in one line (issue 32). Both now refuse it alike.
+NOT_DRY = [   # (case, --dataset or --ensembles, what the one line says)
+    ("an empty folder", ["--dataset", "folder:{tmp}/empty"], "has no sub-folders"),
+    ("one class", ["--dataset", "folder:{tmp}/one_class"], "holds one class ('a')"),
+    ("a corrupt png", ["--dataset", "folder:{tmp}/corrupt"], "a/broken.png"),
+    ("a factory that raises", ["--dataset", "digits", "--ensembles",
+                               "tests.nets_for_tests:fails_to_build"],
+     "build(1, 10) failed: ValueError: this network takes 3 channels, not 1"),
+]
+
+
+@pytest.fixture
+def not_sweepable(tmp_path):
+    (tmp_path / "empty").mkdir()
+    write_folder(tmp_path / "one_class", {"a": 6}, side=8)
+    corrupt = write_folder(tmp_path / "corrupt", {"a": 5, "b": 5}, side=8)
+    (corrupt / "a" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image")
+    return lambda text: text.replace("{tmp}", str(tmp_path))
+
+
+@pytest.mark.parametrize("dry", [["--dry-run"], []], ids=["dry run", "run"])
+@pytest.mark.parametrize("argv, says", [pytest.param(a, s, id=c) for c, a, s in NOT_DRY])
+def test_a_dry_run_refuses_what_the_run_refuses_before_ray(argv, says, dry, not_sweepable,
+                                                           tmp_path, capsys):
+    err = refused_line([*map(not_sweepable, argv), *SMALL, *dry], tmp_path, capsys)
+    assert not_sweepable(says) in err
+
+
+def test_a_dry_run_says_what_it_checked_and_what_it_left_to_the_run(tmp_path, capsys):
+    assert main_for(ANY, ["--dataset", "digits", *SMALL, "--dry-run", "--storage",
+                          str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "checked, as the run checks them before Ray starts: the settings, the data and " \
+           "your networks, the results folder; not checked by a dry run: whether a trial's " \
+           "resources fit Ray's; writing the results folder and the MLflow store" in out
+    assert not list(tmp_path.iterdir())                       # nothing written
+    sweep = Sweep.from_dict({"dataset": "digits", "folds": 1, "storage": str(tmp_path),
+                             "axes": {"n_members": [2], "epsilon": [0.2],
+                                      "ensemble": ["tests.nets_for_tests:fails_to_build"]}})
+    with pytest.raises(SbfnError, match="build\\(1, 10\\) failed"):
+        sweep.dry_run()                                       # the Python API's dry run too
+
+
 def test_a_sweep_files_folds_below_one_are_refused_for_images():
     with pytest.raises(SbfnError, match="folds: 0 is not a positive number of holdout splits"):
         Sweep.from_dict({"dataset": "digits", "folds": 0})

@@ -21,7 +21,7 @@ from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.summary import comparison_table
-from sweeps.engine.claim import Claim, take_over
+from sweeps.engine.claim import Claim, refuse_while_running, take_over
 from sweeps.engine.distributions import axis_size, has_ranges, is_range
 from sweeps.engine.environment import ray_environment
 from sweeps.engine.next_steps import console_script, installed, python_module
@@ -51,19 +51,60 @@ class SweepOutcome:
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
     out = out or sys.stdout
+    if opts.dry_run:
+        dry_run(spec, opts, out)
+        return None
     opts.validate()
     planned = plan_sweep(spec, opts)      # the one validation of every configuration
-    if opts.dry_run:
-        print_plan(spec, opts, planned.configs, out)
-        return None
     # Ray's settings, quiet logs (sweeps/engine/environment.py)
     with ray_environment(opts.verbose):
         return _run(spec, opts, planned, out)
 
 
+def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
+    """--dry-run (and Sweep.dry_run): every check a run makes before Ray starts, then the plan
+    and what was left unchecked (dry_run_skips); nothing is written. Returns the configs."""
+    opts.validate()
+    planned = plan_sweep(spec, opts)
+    with ray_environment(opts.verbose):
+        check_before_ray(planned.configs, opts)
+    print_plan(spec, opts, planned.configs, out)
+    checked, skipped = dry_run_scope(opts)
+    print(f"  checked, as the run checks them before Ray starts: {', '.join(checked)}; not "
+          f"checked by a dry run: {'; '.join(skipped)}", file=out)
+    return planned.configs
+
+
+def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
+    """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
+    validated: a dry run makes these checks too (issue 32: it checked neither the data nor
+    the networks, and listed trials every one of which the run refused). The results folder is
+    only read here; a run checks it again under its claim (_check_store)."""
+    _check_gpu_settings(configs, opts)
+    _check_data(configs, opts)
+    store = result_store(opts)
+    refuse_while_running(store, opts.name)
+    _refuse_another_sweep(store, opts, [c["trial_id"] for c in configs])
+    if opts.search == "optuna":
+        from sweeps.engine.study import check_study
+        check_study(store, opts.name, opts.resume)
+
+
+def dry_run_scope(opts: SweepOptions) -> tuple[list[str], list[str]]:
+    """(what a dry run checks, what it leaves to the run): what needs Ray, a written results
+    folder, or (on a cluster) the machines that hold the data and the trials' devices."""
+    data = "the data and your networks"
+    here = _data_checked_here(opts)
+    checked = ["the settings", *([data] if here else []), "the results folder"]
+    skipped = ["whether a trial's resources fit Ray's",
+               "writing the results folder and the MLflow store",
+               *([] if here else [f"{data} (a cluster's workers hold the data and the trials' "
+                                  "devices: each trial checks them)"])]
+    return checked, skipped
+
+
 def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
-    _check_gpu_settings(planned.configs, opts)
-    _check_data(planned.configs, opts)
+    check_before_ray(planned.configs, opts)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
         return _claimed(spec, opts, planned, store, held, out)
@@ -137,8 +178,9 @@ def _plan_the_draws(planned: Planned, grid) -> None:
 
 
 def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
-    """Refuse to overwrite another sweep or resume a different one; prove it is writable.
-    `objective` and `ranges` (a range axis as its text) are for the report (analysis/)."""
+    """Refuse to overwrite another sweep or resume a different one (again: now under the
+    claim); prove it is writable. `objective` and `ranges` (a range axis as its text) are for
+    the report (analysis/)."""
     record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
               "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
               else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
@@ -146,16 +188,21 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "base": shared(spec, opts), "command": opts.command,
               "objective": opts.objective or spec.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)}}
+    _refuse_another_sweep(store, opts, record["trial_ids"])
+    store.create()
+    return record
+
+
+def _refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list) -> None:
+    """Refuse to overwrite another sweep or resume a different one (reads sweep.json only)."""
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
-    if old and set(old["trial_ids"]) != set(record["trial_ids"]):   # the same trials, any order
+    if old and set(old["trial_ids"]) != set(trial_ids):   # the same trials, any order
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
                         f"(its command: {old.get('command') or '?'}). Resume with the same "
                         "arguments, or pass --name for a new sweep")
-    store.create()
-    return record
 
 
 def _study_note(opts: SweepOptions, store: ResultStore) -> str:
@@ -183,10 +230,15 @@ def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
 def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     """Load each data set once here (local runs) and make every trial's parts: a missing file,
     or data too small for the folds, stops the sweep before Ray starts, not every trial in it."""
-    if opts.address:
-        return  # the workers, not this machine, hold the data on a cluster
+    if not _data_checked_here(opts):
+        return
     from sbfn_dist.folds import check_data
     check_data([TrialConfig(c) for c in configs])     # planned: trusted, not checked again
+
+
+def _data_checked_here(opts: SweepOptions) -> bool:
+    """On a cluster (--address) the workers, not this machine, hold the data and the devices."""
+    return not opts.address
 
 
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
