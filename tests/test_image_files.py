@@ -116,6 +116,31 @@ def test_gray_and_colour_images_in_one_folder_are_read_as_rgb(tmp_path):
     assert (gray == gray[:, :1]).all()                     # one channel, three times
 
 
+# 16-bit PNGs became constant images (PIL cuts them to 255 when it makes them 8-bit), float
+# TIFFs in [0, 1] all 0: a sweep trained on them at chance, silently (issue 32).
+def test_images_of_more_than_8_bits_keep_their_values(tmp_path):
+    rng = np.random.default_rng(4)
+    arrays = {"a": rng.integers(0, 2**16, (3, 8, 8)).astype(np.uint16),
+              "b": rng.integers(0, 2**16, (3, 8, 8)).astype(np.uint16)}
+    for name, images in arrays.items():
+        (tmp_path / "deep" / name).mkdir(parents=True)
+        for k, image in enumerate(images):
+            Image.fromarray(image).save(tmp_path / "deep" / name / f"{k}.png")
+        (tmp_path / "float" / name).mkdir(parents=True)
+        for k, image in enumerate(images):
+            Image.fromarray(image.astype(np.float32) / 2**16).save(
+                tmp_path / "float" / name / f"{k}.tif")
+    expected = np.concatenate([arrays["a"], arrays["b"]])[:, None]
+    deep, floats = (load_images(f"folder:{tmp_path}/{kind}") for kind in ("deep", "float"))
+    assert deep.x.dtype == np.float32 and floats.x.dtype == np.float32
+    np.testing.assert_array_equal(deep.x, expected)
+    np.testing.assert_allclose(floats.x, expected / 2**16, rtol=1e-7)   # float32 round trip
+    Image.fromarray(pattern(0, rng, 8)).save(tmp_path / "deep" / "a" / "8bit.png")
+    with pytest.raises(DataError, match=r"mixes 8-bit images \(a/8bit.png\) with images of "
+                                        r"more bits \(a/0.png\)"):
+        load_images(f"folder:{tmp_path}/deep")
+
+
 # A class folder holding `loop -> ..` made 40 noise PNGs 1,640 images, b's relabelled a, copies
 # on both sides of the split: a sweep scored 0.9878 on pure noise (issue 32).
 LINKS = [   # (case, the link, where it points, what the one line names)

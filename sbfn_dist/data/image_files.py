@@ -6,12 +6,14 @@
     folder:PATH  PATH/<class>/.../<image>, the layout torchvision's ImageFolder reads (its class
                  folders, its file extensions, links followed unless they would read an image
                  twice or under another class); decoded once with PIL as 8-bit gray (when every
-                 image is gray) or RGB, resized to image_size x image_size where given, cached.
+                 image is gray) or RGB, or as float32 gray with their values where they have
+                 more bits (16-bit, 32-bit, float), resized to image_size x image_size where
+                 given, cached.
 
 The decoded folder is cached on disk, keyed by what it was made from:
 
     <cache dir>/image_folders/<sha1 of the folder, image_size, every file's path, size, mtime>.npz
-        x (N, C, H, W) uint8, y (N,) int64 class codes, classes (the class folders' names)
+        x (N, C, H, W) uint8, or float32 for images of more bits (the labels: the listing's)
 
 A file added, removed or rewritten changes the key, so a cache entry is never stale; a later run
 (or a sweep's trials, after the driver's planning decoded it) only lists the folder and reads
@@ -39,10 +41,14 @@ from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import DataError
 from sbfn_dist.settings import catalog
 
-CACHE_VERSION = 1           # bump when the decoding changes: old entries are then not read
+CACHE_VERSION = 2           # bump when the decoding changes: old entries are then not read
 MAX_CHANNELS = 4            # a channel axis holds gray, gray+alpha, RGB or RGBA
 SPLIT_KEYS = ("x_train", "y_train", "x_test", "y_test")
 GRAY_MODES = ("1", "L", "LA", "I", "I;16", "F")   # PIL modes read as one channel
+# PIL modes of more than 8 bits (I;16 and its byte orders, 32-bit I, float F): read as float32
+# with their values. Converted to 8-bit "L", PIL cuts them to 255 (or 0 for floats in [0, 1]):
+# a folder of 16-bit PNGs became constant images and trained silently at chance (issue 32).
+DEEP_MODES = ("I", "F")
 NEW_CLASS = {catalog.NPZ_PREFIX: "add images of another label to x and y",
              catalog.FOLDER_PREFIX: "add a sub-folder of images for another class"}
 
@@ -336,8 +342,9 @@ def _save(path: pathlib.Path, x: np.ndarray) -> None:
 
 
 def _decode_all(root: pathlib.Path, paths: list, image_size: int | None) -> np.ndarray:
-    """Every image as (N, C, H, W) uint8: gray when all are gray, else RGB."""
-    images, shapes, bad = [], {}, []
+    """Every image as (N, C, H, W): gray when all are gray, else RGB; uint8, or float32 where
+    they have more bits (one depth for all)."""
+    images, shapes, depths, bad = [], {}, {}, []
     for rel in paths:
         try:
             image = _decode(root / rel, image_size)
@@ -346,10 +353,15 @@ def _decode_all(root: pathlib.Path, paths: list, image_size: int | None) -> np.n
             continue
         images.append(image)
         shapes.setdefault(image.shape[:2], rel)
+        depths.setdefault(image.dtype == np.uint8, rel)
     if bad:
         rel, exc = bad[0]
         raise DataError(f"{len(bad)} of {len(paths)} images in folder {root} cannot be decoded "
                         f"(e.g. {rel}: {brief(exc)}): replace or remove them")
+    if len(depths) > 1:
+        raise DataError(f"folder {root} mixes 8-bit images ({depths[True]}) with images of more "
+                        f"bits ({depths[False]}), whose values have another range: save them "
+                        "all at one depth")
     checks.require_one_shape({rel: f"{h}x{w}" for (h, w), rel in shapes.items()},
                              f"folder {root}", "pass image_size=N to resize every image to "
                              "N x N (python -m sweeps.images: --image-size N; a sweep file: "
@@ -358,19 +370,22 @@ def _decode_all(root: pathlib.Path, paths: list, image_size: int | None) -> np.n
 
 
 def _decode(path: pathlib.Path, image_size: int | None) -> np.ndarray:
-    """One image as (H, W) gray or (H, W, 3) RGB uint8, resized to image_size x image_size."""
+    """One image as (H, W) gray or (H, W, 3) RGB uint8, or (H, W) float32 for an image of more
+    than 8 bits (DEEP_MODES), resized to image_size x image_size."""
     from PIL import Image
     with Image.open(path) as image:
-        image = image.convert("L" if image.mode in GRAY_MODES else "RGB")
+        deep = image.mode in DEEP_MODES or image.mode.startswith("I;16")
+        image = image.convert("F" if deep else "L" if image.mode in GRAY_MODES else "RGB")
         if image_size:
             image = image.resize((image_size, image_size), Image.Resampling.BILINEAR)
         return np.asarray(image)
 
 
 def _stacked(images: list) -> np.ndarray:
-    """(N, C, H, W) uint8; a gray image among RGB ones repeats its one channel three times."""
+    """(N, C, H, W) of the images' one dtype; a gray image among RGB ones repeats its one
+    channel three times."""
     rgb = any(image.ndim == 3 for image in images)
-    out = np.empty((len(images), 3 if rgb else 1, *images[0].shape[:2]), dtype=np.uint8)
+    out = np.empty((len(images), 3 if rgb else 1, *images[0].shape[:2]), dtype=images[0].dtype)
     for i, image in enumerate(images):
         out[i] = image.transpose(2, 0, 1) if image.ndim == 3 else image[None]
     return out
