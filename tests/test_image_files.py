@@ -308,7 +308,9 @@ def bad_folders(root: Path) -> dict:
                                         "y": np.arange(40) % 2},
                          "unclear_channels": {"x": np.zeros((40, 3, 8, 3)),
                                               "y": np.arange(40) % 2},
-                         "no_images": {"x": x[:0], "y": np.arange(0)}}.items():
+                         "no_images": {"x": x[:0], "y": np.arange(0)},
+                         "one_hot": {"x": x, "y": np.eye(2)[np.arange(40) % 2]},
+                         "column": {"x": x, "y": (np.arange(40) % 2)[:, None]}}.items():
         np.savez(root / f"{name}.npz", **arrays)
         made[name] = root / f"{name}.npz"
     np.savez(root / "object_labels.npz", x=x, y=np.array(["a", 1] * 20, dtype=object))
@@ -333,6 +335,12 @@ BAD = [   # (case, data set, extra settings, what the one line says)
      "class 'a' of data set 'folder:{root}/one_image_of_a_class' has 1 image"),
     ("wrong npz keys", "npz:{wrong_keys}", {}, "holds the arrays ['images', 'labels'], not x"),
     ("labels of another length", "npz:{short_labels}", {}, "shape (30,) for 40 images"),
+    ("one-hot labels", "npz:{one_hot}", {}, "shape (40, 2) for 40 images: labels are one integer "
+                                            "or string per image, shape (N,); one-hot rows? save "
+                                            "y.argmax(axis=1)"),
+    ("labels as a column", "npz:{column}", {}, "shape (40, 1) for 40 images: labels are one "
+                                               "integer or string per image, shape (N,); save "
+                                               "y.ravel()"),
     ("NaN pixels", "npz:{nan_pixels}", {}, "NaN or infinite"),
     ("unclear channel axis", "npz:{unclear_channels}", {}, "axis 1 or 3 holds the channels"),
     ("not an npz", "npz:{text.npz}", {}, "cannot be read (not an npz archive)"),

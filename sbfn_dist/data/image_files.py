@@ -167,7 +167,7 @@ def _label_codes(y: np.ndarray, n: int, what: str) -> tuple[np.ndarray, tuple]:
     """Labels (integers or strings, one per image) -> int64 codes in sorted label order."""
     if y.ndim != 1 or len(y) != n:
         raise DataError(f"y of {what} has shape {y.shape} for {n} images: labels are one "
-                        "integer or string per image, shape (N,)")
+                        f"integer or string per image, shape (N,){_column_fix(y, n)}")
     if n == 0:     # before the class count, whose message names a class (an IndexError)
         raise DataError(f"x and y of {what} are empty (0 images): save your images and their "
                         "labels with numpy.savez(PATH, x=images, y=labels)")
@@ -178,6 +178,14 @@ def _label_codes(y: np.ndarray, n: int, what: str) -> tuple[np.ndarray, tuple]:
         raise DataError(f"y of {what} is {y.dtype}: labels are integers or strings")
     classes, codes = np.unique(_label_values(y), return_inverse=True)
     return codes.astype(np.int64), tuple(classes.tolist())
+
+
+def _column_fix(y: np.ndarray, n: int) -> str:
+    """The fix for labels saved as a column or as one-hot rows (Keras' to_categorical)."""
+    if y.ndim != 2 or len(y) != n:
+        return ""
+    return "; save y.ravel()" if y.shape[1] == 1 else \
+        "; one-hot rows? save y.argmax(axis=1)"
 
 
 def _label_values(y: np.ndarray) -> np.ndarray:
