@@ -14,7 +14,8 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.folds import check_data
 from sweeps.api import Sweep
 from sweeps.engine.image_commands import ANY, build_for, main_for
-from sweeps.engine.planning import plan
+from sweeps.engine.planning import SweepOptions, plan
+from sweeps.engine.runner import on_trial_device
 # own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
 from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
 
@@ -153,6 +154,10 @@ NOT_DRY = [   # (case, --dataset or --ensembles, what the one line says)
     ("a factory that raises", ["--dataset", "digits", "--ensembles",
                                "tests.nets_for_tests:fails_to_build"],
      "build(1, 10) failed: ValueError: this network takes 3 channels, not 1"),
+    # a trial without a GPU share sees no GPU, on any machine: on one with a GPU, the check
+    # passed and every trial failed
+    ("device=cuda without a GPU share", ["--dataset", "digits", "--set", "device=cuda"],
+     "'device' = 'cuda' is not allowed: a sweep whose trials get GPUs (--num-gpus N: "),
 ]
 
 
@@ -171,6 +176,14 @@ def test_a_dry_run_refuses_what_the_run_refuses_before_ray(argv, says, dry, not_
                                                            tmp_path, capsys):
     err = refused_line([*map(not_sweepable, argv), *SMALL, *dry], tmp_path, capsys)
     assert not_sweepable(says) in err
+
+
+def test_networks_are_checked_on_the_device_their_trials_get():
+    """A trial without a GPU share runs on the CPU whatever the driver's machine holds."""
+    cpu_only, with_gpus = SweepOptions(name="x"), SweepOptions(name="x", num_gpus=1)
+    assert on_trial_device({"device": "auto"}, cpu_only) == {"device": "cpu"}
+    assert on_trial_device({"device": "auto"}, with_gpus) == {"device": "auto"}
+    assert on_trial_device({"device": "cpu"}, with_gpus) == {"device": "cpu"}
 
 
 def test_a_dry_run_says_what_it_checked_and_what_it_left_to_the_run(tmp_path, capsys):

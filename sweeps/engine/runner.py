@@ -221,19 +221,37 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
 
 
 def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
-    """A CUDA-graph step needs a trial with a GPU: refused here, not in every trial."""
-    if opts.gpus_per_trial == 0 and any(c.get("step_engine") == "cuda_graph" for c in configs):
+    """A CUDA-graph step or the CUDA device needs a trial with a GPU: refused here, not in every
+    trial (Ray hides the GPUs from a trial without a GPU share, on any machine)."""
+    if opts.gpus_per_trial:
+        return
+    if any(c.get("step_engine") == "cuda_graph" for c in configs):
         raise ConfigError("step_engine", "cuda_graph", "a sweep whose trials get GPUs "
                           "(--num-gpus N), or auto (the CUDA graph wherever a trial has a GPU)")
+    if any(c.get("device") == "cuda" for c in configs):
+        raise ConfigError("device", "cuda", "a sweep whose trials get GPUs (--num-gpus N: "
+                          "without a GPU share a trial sees no CUDA GPU), or auto (CUDA wherever "
+                          "a trial has a GPU) or cpu")
 
 
 def _check_data(configs: list[dict], opts: SweepOptions) -> None:
     """Load each data set once here (local runs) and make every trial's parts: a missing file,
-    or data too small for the folds, stops the sweep before Ray starts, not every trial in it."""
+    or data too small for the folds, stops the sweep before Ray starts, not every trial in it.
+    Your networks are checked on the device each trial will have (on_trial_device)."""
     if not _data_checked_here(opts):
         return
     from sbfn_dist.folds import check_data
-    check_data([TrialConfig(c) for c in configs])     # planned: trusted, not checked again
+    # planned: trusted, not checked again
+    check_data([TrialConfig(on_trial_device(c, opts)) for c in configs])
+
+
+def on_trial_device(config: dict, opts: SweepOptions) -> dict:
+    """The config with the device its trial resolves "auto" to, where this machine would
+    resolve it otherwise: a trial without a GPU share runs on the CPU (Ray hides the GPUs from
+    it), so its networks are checked there, not on a GPU the driver happens to see."""
+    if not opts.gpus_per_trial and config.get("device") == "auto":
+        return {**config, "device": "cpu"}
+    return config
 
 
 def _data_checked_here(opts: SweepOptions) -> bool:
