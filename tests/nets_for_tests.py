@@ -97,3 +97,15 @@ def lazy_net(in_channels: int, n_classes: int) -> nn.Module:
     modules let a network be written without the images' size."""
     return nn.Sequential(nn.LazyConv2d(6, 3, padding=1), nn.LazyBatchNorm2d(), nn.ReLU(),
                          nn.Flatten(), nn.LazyLinear(n_classes))
+
+
+def softmax_output(in_channels: int, n_classes: int) -> nn.Module:
+    """Probabilities where logits belong (a final softmax)."""
+    return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(in_channels, n_classes),
+                         nn.Softmax(dim=1))
+
+
+def log_softmax_output(in_channels: int, n_classes: int) -> nn.Module:
+    """Log-probabilities: logits (a softmax of them gives the same probabilities)."""
+    return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(in_channels, n_classes),
+                         nn.LogSoftmax(dim=1))

@@ -225,6 +225,8 @@ def test_a_misspelt_item_of_a_list_is_matched_against_the_architectures_alone():
 @pytest.mark.parametrize("name, says", [
     ("wrong_shape", r"to \(2, 11\) float32, not to \(2, 10\)"),
     ("integer_output", r"to \(2, 10\) int64, not to \(2, 10\) float logits"),
+    ("softmax_output", r"gives probabilities \(each row of its output sums to 1: a final "
+                       r"softmax\?\), not logits"),
     ("no_parameters", "no parameters"),
     ("not_a_module", "not a torch.nn.Module"),
     ("fails_to_build", r"build\(1, 10\) failed: ValueError: this network takes 3 channels, not 1"),
@@ -256,6 +258,11 @@ def test_a_factory_module_that_fails_to_import_is_refused_with_its_own_error(
     with pytest.raises(ConfigError) as refused:
         TrialConfig.from_dict(dict(TINY_TRIAL, ensemble=["simple_cnn", f"{module}:build"]))
     assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_log_probabilities_are_logits():
+    assert check_factory("tests.nets_for_tests:log_softmax_output", 1, 10, (8, 8),
+                         torch.device("cpu")) == ""
 
 
 def test_logits_on_another_device_than_the_images_are_refused():

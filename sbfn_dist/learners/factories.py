@@ -126,7 +126,20 @@ def _output_refusal(out, x: torch.Tensor, n_classes: int) -> str:
                 f"not to ({len(x)}, {n_classes}) float logits")
     if out.device != x.device:
         return f"its output is on {out.device}, not on {x.device} with its input"
+    if _probabilities(out):
+        return ("its forward gives probabilities (each row of its output sums to 1: a final "
+                "softmax?), not logits: the training loss and the combiners apply the softmax "
+                "themselves; drop the network's own")
     return ""
+
+
+def _probabilities(out: torch.Tensor) -> bool:
+    """Rows that are probabilities, as a final nn.Softmax makes them: trained as logits, they
+    learn little and silently (log-probabilities are fine: they are logits)."""
+    out = out.detach().double()
+    return out.shape[1] > 1 and bool((out >= 0).all()) and \
+        torch.allclose(out.sum(1), torch.ones(len(out), dtype=out.dtype, device=out.device),
+                       rtol=0, atol=1e-3)
 
 
 def _described(out) -> str:
