@@ -227,6 +227,10 @@ def test_a_misspelt_item_of_a_list_is_matched_against_the_architectures_alone():
     ("integer_output", r"to \(2, 10\) int64, not to \(2, 10\) float logits"),
     ("softmax_output", r"gives probabilities \(each row of its output sums to 1: a final "
                        r"softmax\?\), not logits"),
+    # every trial failed after its retries: the stack (vmap on 8x8 images) cannot branch
+    ("branching", r"two of its members, stacked as a trial trains them \(under "
+                  r"torch.func.vmap, .*\), fail a step on a batch of shape \(2, 1, 8, 8\): "
+                  r"RuntimeError: vmap: .*data-dependent control flow"),
     ("no_parameters", "no parameters"),
     ("not_a_module", "not a torch.nn.Module"),
     ("fails_to_build", r"build\(1, 10\) failed: ValueError: this network takes 3 channels, not 1"),

@@ -115,7 +115,25 @@ def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
             out = net.to(device).train()(x)
     except Exception as exc:
         return _forward_failed(x, exc)
-    return _output_refusal(out, x, n_classes)
+    return _output_refusal(out, x, n_classes) or _stack_refusal(spec, x, n_classes)
+
+
+def _stack_refusal(spec, x: torch.Tensor, n_classes: int) -> str:
+    """Why two members stacked as a trial stacks them fail a training step on the dummy batch
+    ("" if they do not): under vmap (runs_grouped: on a GPU, and small images on a CPU) a
+    forward that branches on a tensor's values or calls .item() fails where the module alone
+    ran, and every trial failed after its retries."""
+    try:
+        stack = GenericStack(spec, x.shape[1], n_classes, [0, 1], "auto", tuple(x.shape[2:]))
+        with torch.random.fork_rng(devices=[]):
+            stack.to(x.device).train()(x).sum().backward()
+    except Exception as exc:
+        how = "under torch.func.vmap, one kernel per layer for all members" \
+            if runs_grouped("auto", x) else "member by member on the stack's tensors"
+        return (f"two of its members, stacked as a trial trains them ({how}), fail a step on a "
+                f"batch of shape {tuple(x.shape)}: {named_error(exc)} (write the forward "
+                "without Python branches on tensor values or .item(): torch.where)")
+    return ""
 
 
 def _output_refusal(out, x: torch.Tensor, n_classes: int) -> str:

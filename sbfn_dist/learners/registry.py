@@ -11,6 +11,8 @@ mixed's are (stored joined by MEMBER_SEPARATOR). Members of one architecture sha
 a built-in's MemberStack (grouped layers), a factory's GenericStack (vmap / functional_call).
 """
 
+import functools
+
 import torch
 from torch import nn
 
@@ -56,9 +58,16 @@ def check_ensemble(kind, in_channels: int, n_classes: int, size, device) -> None
     (in_channels, *size) of n_classes classes on `device` (checked on a dummy batch)."""
     for arch in dict.fromkeys(kind_archs(kind)):
         if arch not in ARCHITECTURES:
-            why = check_factory(arch, in_channels, n_classes, tuple(size), torch.device(device))
+            why = _checked_factory(arch, in_channels, n_classes, tuple(size), str(device))
             if why:
                 raise ConfigError("ensemble", factory_name(arch), why)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_factory(arch, in_channels: int, n_classes: int, size: tuple, device: str) -> str:
+    """check_factory once per process and shape: a sweep's planning checks every configuration
+    of a factory, and the check builds three members and runs a training step."""
+    return check_factory(arch, in_channels, n_classes, size, torch.device(device))
 
 
 def build_ensemble(kind, n_members: int, in_channels: int, n_classes: int, seed: int,
