@@ -100,7 +100,8 @@ def _forward_failed(x: torch.Tensor, exc: Exception) -> str:
 def check_factory(spec, in_channels: int, n_classes: int, size, device) -> str:
     """Why the factory cannot give members for images (in_channels, *size) of n_classes classes
     on `device`, in one line ("" if it can): its network must have parameters and map a dummy
-    batch on the device to (batch, n_classes) logits on the device."""
+    batch on the device to (batch, n_classes) logits on the device, and two members stacked as
+    a trial stacks them must take a training step on it."""
     try:
         net = build_factory_member(spec, in_channels, n_classes, 0, size)
     except ConfigError as exc:
