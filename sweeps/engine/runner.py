@@ -63,7 +63,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
 
 def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
     """--dry-run (and Sweep.dry_run): every check a run makes before Ray starts, then the plan
-    and what was left unchecked (dry_run_skips); nothing is written. Returns the configs."""
+    and what was left unchecked (dry_run_scope); nothing is written. Returns the configs."""
     opts.validate()
     planned = plan_sweep(spec, opts)
     with ray_environment(opts.verbose):
