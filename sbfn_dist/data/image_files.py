@@ -237,6 +237,7 @@ def _listing(root: pathlib.Path) -> tuple[list, tuple]:
             except OSError as exc:
                 raise _unlisted(root, exc) from None
             files.append((os.path.relpath(path, root), code, stat.st_size, stat.st_mtime_ns))
+    walk.check_links()
     if empty:
         raise DataError(f"folder {root} has class folders without an image "
                         f"({', '.join(empty)}): add images (.png, .jpg, ...) to them or remove "
@@ -255,11 +256,15 @@ class _ClassWalk:
     line naming the link: a link to a folder inside the data set or above it (the data set
     itself included), a file or folder reached a second time (a file link, a loop elsewhere,
     two links to one folder), a link to nothing. A link to a folder or file elsewhere is
-    followed: a class folder may be a link to where its images live."""
+    followed: a class folder may be a link to where its images live.
+
+    Folders are told apart by their real paths, so the files in them are too; of the files,
+    only links need their own (is a link's target a file some walked folder lists?)."""
 
     def __init__(self, root: pathlib.Path, is_image):
         self.root, self.real, self.is_image = root, os.path.realpath(root), is_image
-        self.seen: dict = {}       # real path -> the relative path it was first reached by
+        self.folders: dict = {}     # real path -> the relative path it was reached by
+        self.links: dict = {}       # a file link's real target -> the link's relative path
 
     def files(self, name: str) -> list[str]:
         """The paths of every image under class folder `name`, in ImageFolder's order (the
@@ -270,11 +275,19 @@ class _ClassWalk:
         for folder, subfolders, names in os.walk(top, followlinks=True):
             for sub in subfolders:          # checked before the walk goes into them
                 self._enter(os.path.join(folder, sub))
-            real, names = os.path.realpath(folder), [n for n in names if self.is_image(n)]
+            names = [n for n in names if self.is_image(n)]
             for n in names:
-                self._file(os.path.join(folder, n), os.path.join(real, n))
+                if os.path.islink(os.path.join(folder, n)):
+                    self._link(os.path.join(folder, n))
             found.append((folder, names))
         return [os.path.join(folder, n) for folder, names in sorted(found) for n in sorted(names)]
+
+    def check_links(self) -> None:
+        """After every class's walk: no file link leads to an image a walked folder lists."""
+        for real, rel in self.links.items():
+            folder = self.folders.get(os.path.dirname(real))
+            if folder is not None and self.is_image(real):
+                self._twice(rel, os.path.join(folder, os.path.basename(real)), real)
 
     def _enter(self, path: str) -> None:
         real = os.path.realpath(path)
@@ -285,22 +298,22 @@ class _ClassWalk:
                                     f"{'inside' if inside else 'above'} the data set: its "
                                     "images would be read twice or under another class; "
                                     "remove the link")
-        self._once(path, real)
-
-    def _file(self, path: str, real: str) -> None:
-        if os.path.islink(path):
-            real = os.path.realpath(path)
-            if not os.path.exists(real):
-                raise self._refusal(f"{self._rel(path)} is a link to {real}, which does not "
-                                    "exist: remove the link")
-        self._once(path, real)
-
-    def _once(self, path: str, real: str) -> None:
-        first = self.seen.setdefault(real, self._rel(path))
+        first = self.folders.setdefault(real, self._rel(path))
         if first != self._rel(path):
-            raise self._refusal(f"{first} and {self._rel(path)} are one file or folder "
-                                f"({real}), which would be read twice: remove the link that "
-                                "leads to it again")
+            self._twice(first, self._rel(path), real)
+
+    def _link(self, path: str) -> None:
+        real = os.path.realpath(path)
+        if not os.path.exists(real):
+            raise self._refusal(f"{self._rel(path)} is a link to {real}, which does not "
+                                "exist: remove the link")
+        first = self.links.setdefault(real, self._rel(path))
+        if first != self._rel(path):
+            self._twice(first, self._rel(path), real)
+
+    def _twice(self, first: str, again: str, real: str) -> None:
+        raise self._refusal(f"{first} and {again} are one file or folder ({real}), which would "
+                            "be read twice: remove the link that leads to it again")
 
     def _rel(self, path: str) -> str:
         return os.path.relpath(path, self.root)
