@@ -166,6 +166,20 @@ def test_a_link_that_would_read_images_twice_is_refused_in_one_line(tmp_path, li
     assert image_files.count_images(f"folder:{root}") is None    # --smoke: loading says why
 
 
+def test_a_folder_is_listed_as_imagefolder_lists_it(tmp_path):
+    """Nested folders, upper-case extensions, a file of another kind: torchvision's own
+    listing, in its order (the images' order is the data set's, its splits' too)."""
+    from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset
+    rng = np.random.default_rng(6)
+    for rel in ("a/1.png", "a/x/2.png", "a/x/y/3.PNG", "a/x-1/5.png", "b/6.png", "b/b2/7.png"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pattern(0, rng, 8)).save(tmp_path / rel, format="PNG")
+    (tmp_path / "b" / "notes.txt").write_text("not an image")
+    theirs = make_dataset(str(tmp_path), find_classes(tmp_path)[1], extensions=IMG_EXTENSIONS)
+    ours = image_files._listing(tmp_path)[0]
+    assert [(f[0], f[1]) for f in ours] == [(os.path.relpath(p, tmp_path), c) for p, c in theirs]
+
+
 def test_a_class_folder_linked_to_images_elsewhere_is_read_once(tmp_path):
     elsewhere = write_folder(tmp_path / "elsewhere", {"c": 4}, side=8, seed=5)
     root = write_folder(tmp_path / "set", {"a": 3, "b": 3}, side=8)

@@ -228,15 +228,16 @@ def _listing(root: pathlib.Path) -> tuple[list, tuple]:
         raise _unlisted(root, exc) from None
     walk = _ClassWalk(root, lambda p: folder.has_file_allowed_extension(p, folder.IMG_EXTENSIONS))
     files, empty = [], []
-    for code, name in enumerate(classes):
-        found = walk.files(name)
-        empty += [] if found else [name]
-        for path in found:
-            try:
+    try:
+        for code, name in enumerate(classes):
+            found = walk.files(name)
+            empty += [] if found else [name]
+            for path in found:
                 stat = os.stat(path)
-            except OSError as exc:
-                raise _unlisted(root, exc) from None
-            files.append((os.path.relpath(path, root), code, stat.st_size, stat.st_mtime_ns))
+                files.append((os.path.relpath(path, root), code, stat.st_size,
+                              stat.st_mtime_ns))
+    except OSError as exc:      # a sub-folder or file it may not read (os.walk skipped them)
+        raise _unlisted(root, exc) from None
     walk.check_links()
     if empty:
         raise DataError(f"folder {root} has class folders without an image "
@@ -271,14 +272,20 @@ class _ClassWalk:
         walk's folders sorted, each one's files sorted)."""
         top = os.path.join(self.root, name)
         self._enter(top)
-        found = []
-        for folder, subfolders, names in os.walk(top, followlinks=True):
-            for sub in subfolders:          # checked before the walk goes into them
-                self._enter(os.path.join(folder, sub))
-            names = [n for n in names if self.is_image(n)]
-            for n in names:
-                if os.path.islink(os.path.join(folder, n)):
-                    self._link(os.path.join(folder, n))
+        found, folders = [], [top]
+        while folders:      # os.walk(followlinks=True), its entries' link flags kept (no lstat)
+            folder = folders.pop()
+            with os.scandir(folder) as listed:
+                entries = list(listed)
+            names = []
+            for entry in entries:
+                if entry.is_dir():              # checked before the walk goes into it
+                    self._enter(entry.path)
+                    folders.append(entry.path)
+                elif self.is_image(entry.name):
+                    names.append(entry.name)
+                    if entry.is_symlink():
+                        self._link(entry.path)
             found.append((folder, names))
         return [os.path.join(folder, n) for folder, names in sorted(found) for n in sorted(names)]
 
