@@ -6,6 +6,7 @@ other arguments than the message says which in `__reduce__`.
 """
 
 import difflib
+import tempfile
 
 
 def did_you_mean(name: str, known) -> str:
@@ -16,6 +17,17 @@ def did_you_mean(name: str, known) -> str:
 
 class SbfnError(ValueError):
     """Base class: bad input to sbfn-dist. The message names the problem and the fix."""
+
+
+def require_writable(directory, what: str) -> None:
+    """Refuse `what` (the flag or target being written) unless a file can be made in the
+    existing `directory`: tried, not inferred from permissions (/proc, a read-only mount, a
+    full disk all say no only when asked), before any work whose result would be lost."""
+    try:
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError as exc:
+        raise SbfnError(f"{what}: cannot write in {directory} ({exc.strerror or exc}); "
+                        "choose a writable directory") from None
 
 
 class ConfigError(SbfnError):

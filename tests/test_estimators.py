@@ -331,10 +331,14 @@ def test_constant_feature_and_target_stay_finite():
     np.testing.assert_allclose(model.predict(X), 2.5, atol=1e-6)
 
 
-@pytest.mark.parametrize("est", [SBFNRegressor, SBFNClassifier])
-def test_predict_before_fit_raises_not_fitted(est):
+@pytest.mark.parametrize("est, method", [(SBFNRegressor, "predict"),
+                                         (SBFNRegressor, "predict_members"),
+                                         (SBFNClassifier, "predict"),
+                                         (SBFNClassifier, "predict_proba")])
+def test_predict_before_fit_raises_not_fitted(est, method):
+    """predict_members read scaler_ first: an AttributeError (issue 32)."""
     with pytest.raises(NotFittedError):
-        est().predict(np.zeros((2, 1)))
+        getattr(est(), method)(np.zeros((2, 1)))
 
 
 def test_pipeline_and_cross_validation(sine_data):

@@ -332,6 +332,10 @@ def test_bad_input_is_one_line_naming_the_fix(finished, tmp_path):
     (tmp_path / "mine" / "notes.txt").write_text("a user's file")
     code, _, err = export(root, "--out", tmp_path / "mine", "--no-mlflow")
     assert code == 2 and "holds no saved model: save to a new or empty directory" in err
+    if Path("/proc").is_dir():      # tempfile's FileNotFoundError before issue 32
+        code, out, err = export(root, "--out", "/proc/sbfn-model", "--no-mlflow")
+        assert (code, out) == (2, "") and err.count("\n") == 1, err
+        assert "cannot save a model to /proc/sbfn-model: cannot write in /proc" in err
     code, _, err = export(copy, "--out", tmp_path / "out", "--no-mlflow")
     assert code == 0, err            # the best of the others, the diverged one unranked
     assert manifest(tmp_path / "out")["source"]["trial_id"] != best.trial_id

@@ -5,6 +5,7 @@ objects load only when their types are trusted."""
 
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,6 +199,30 @@ def test_save_and_load_refuse_what_is_no_saved_model(diabetes, tmp_path):
         model.save(tmp_path)
     with pytest.raises(NotFittedError):
         SBFNRegressor().save(tmp_path / "unfitted")
+
+
+def test_a_damaged_manifest_and_an_unwritable_target_are_one_line_naming_the_path(diabetes,
+                                                                                 tmp_path):
+    """Before issue 32: json's JSONDecodeError without the file, and tempfile's
+    FileNotFoundError for a folder no file can be made in."""
+    X, y = diabetes
+    model = SBFNRegressor(**FAST).fit(X, y)
+    model.save(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").write_text("{not json")
+    with pytest.raises(saved.SavedModelError, match=f"{tmp_path / 'm' / 'manifest.json'} is not "
+                       "readable JSON .*save or export it again"):
+        SBFNRegressor.load(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(saved.SavedModelError, match="is not an sbfn-dist saved model"):
+        SBFNRegressor.load(tmp_path / "m")
+    (tmp_path / "a_file").write_text("")
+    for target, message in [(tmp_path / "a_file" / "m", "a_file is a file, not a folder"),
+                            (Path("/proc/sbfn-model"), "cannot write in /proc")]:
+        if not target.parent.exists():
+            continue            # /proc: Linux only
+        with pytest.raises(saved.SbfnError, match=f"cannot save a model to {target}: .*"
+                           f"{message}"):
+            model.save(target)
 
 
 def test_saving_over_a_saved_model_replaces_it(diabetes, tmp_path):

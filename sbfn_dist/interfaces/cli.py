@@ -12,13 +12,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.errors import SbfnError
+from sbfn_dist.errors import SbfnError, require_writable
 from sbfn_dist.settings.fields import BY_NAME, Items
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.tasks import TASKS
@@ -69,11 +68,7 @@ def check_out(path: str) -> Path:
     if not out.parent.is_dir():
         raise SbfnError(f"--out {path}: the directory {out.parent} does not exist; create it or "
                         "choose another path")
-    try:
-        tempfile.TemporaryFile(dir=out.parent).close()
-    except OSError as exc:
-        raise SbfnError(f"--out {path}: cannot write in {out.parent} ({exc.strerror or exc}); "
-                        "choose a writable directory") from None
+    require_writable(out.parent, f"--out {path}")
     return out
 
 

@@ -248,7 +248,8 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
 
     def predict_members(self, X) -> np.ndarray:
         """Each member's prediction (the structured dataset D), shape (N, M), in the units of y."""
-        return self.scaler_.inverse_y(self._scaled_members(X))
+        D = self._scaled_members(X)  # first: it raises NotFittedError before scaler_ is read
+        return self.scaler_.inverse_y(D)
 
 
 def _check_combiner(cfg: TrialConfig, model, D: np.ndarray) -> None:

@@ -60,7 +60,7 @@ from sbfn_dist.combiners.online import OnlineSBFN
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
 from sbfn_dist.combiners.stacking import SBFNRBF
 from sbfn_dist.data.preprocess import FoldScaler
-from sbfn_dist.errors import SbfnError
+from sbfn_dist.errors import SbfnError, require_writable
 from sbfn_dist.learners.cnn import ARCHITECTURES
 from sbfn_dist.learners.geometry import CrossEntropy, SquaredLoss
 from sbfn_dist.learners.mlp import VectorisedMLP
@@ -434,12 +434,18 @@ def _estimator_name(estimator) -> str:
 
 
 def check_target(path) -> None:
-    """Only a new or empty directory, or a saved model, is (re)written: never a user's files."""
+    """Only a new or empty directory, or a saved model, is (re)written: never a user's files;
+    and only where the model can be written (its nearest existing folder takes a file)."""
     path = Path(path)
     if path.exists() and (not path.is_dir() or (any(path.iterdir())
                                                 and not (path / MANIFEST).exists())):
         raise SavedModelError(f"{path} exists and holds no saved model: save to a new or empty "
                               "directory")
+    above = next(p for p in path.absolute().parents if p.exists())   # save makes the rest
+    if not above.is_dir():
+        raise SavedModelError(f"cannot save a model to {path}: {above} is a file, not a folder; "
+                              "choose another path")
+    require_writable(above, f"cannot save a model to {path}")
 
 
 def _replace(staged: Path, path: Path) -> None:
@@ -472,8 +478,12 @@ def read_manifest(path) -> dict:
     if not file.is_file():
         raise SavedModelError(f"{path} holds no saved model (no {MANIFEST}): save one with "
                               "estimator.save(DIR) or python -m sweeps.export")
-    manifest = json.loads(file.read_text())
-    if manifest.get("format") != FORMAT:
+    try:
+        manifest = json.loads(file.read_text())
+    except ValueError as exc:      # not JSON, or not text (UnicodeDecodeError)
+        raise SavedModelError(f"{file} is not readable JSON ({exc}): the saved model is "
+                              "damaged; save or export it again") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise SavedModelError(f"{file} is not an sbfn-dist saved model")
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise SavedModelError(f"{path} was saved by sbfn-dist {manifest.get('library_version')} "
