@@ -4,11 +4,13 @@ one fold of run_trial's loop with the estimators as plug-ins (checked against ru
 records and against the library's combiner on an out-of-fold matrix computed here with
 scikit-learn); learning is judged against the trivial predictor on the same held-out rows."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.model_selection import (GridSearchCV, KFold, StratifiedKFold, cross_val_predict,
                                      train_test_split)
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
@@ -182,6 +184,42 @@ def test_grid_search_over_the_classifier(wine):
     assert np.mean(search.predict(X_te) == y_te) > 0.9
 
 
+# Names users give their estimators (scikit-learn's user guide and examples; "lr" for a
+# LogisticRegression above all): none may be a parameter of the stackers.
+COMMON_NAMES = ("lr", "logreg", "logistic", "linear", "rf", "forest", "knn", "svm", "svc", "svr",
+                "gb", "gbr", "gbc", "hgb", "xgb", "lgbm", "cat", "et", "dt", "tree", "nb", "gnb",
+                "mlp", "nn", "ridge", "lasso", "enet", "sgd", "ada", "lda", "qda", "gp", "kr")
+
+
+@pytest.mark.parametrize("Stack", [SBFNStackingRegressor, SBFNStackingClassifier])
+def test_no_parameter_is_a_name_users_give_their_estimators(Stack):
+    assert not set(COMMON_NAMES) & set(inspect.signature(Stack).parameters)
+
+
+def test_an_estimator_named_lr_and_estimators_by_position_are_taken_as_scikit_learn_does(
+        diabetes, wine):
+    """StackingClassifier([("lr", LogisticRegression()), ...], cv=3) works; before issue 32 the
+    s-BFN stackers refused "lr" at fit (the members' learning rate was `lr`) and took
+    `estimators` by keyword only (a TypeError). Its parameters are reached as scikit-learn's."""
+    X_tr, X_te, y_tr, y_te = wine
+    clf = SBFNStackingClassifier([("lr", LogisticRegression()), ("knn", KNeighborsClassifier())],
+                                 cv=3, n_members=2, epochs=2, lr_theta=0.05)
+    clf.set_params(lr__C=0.5).fit(X_tr, y_tr)
+    assert clf.named_estimators_["lr"].C == 0.5 and clf.get_params()["lr_theta"] == 0.05
+    assert np.mean(clf.predict(X_te) == y_te) > 0.9
+    X_tr, X_te, y_tr, y_te = diabetes
+    reg = SBFNStackingRegressor([("lr", LinearRegression()), ("knn", KNeighborsRegressor())],
+                                cv=3).fit(X_tr, y_tr)
+    assert list(reg.named_estimators_) == ["lr", "knn"]
+
+
+def test_an_estimator_named_like_a_parameter_is_refused_naming_the_fix(diabetes):
+    X_tr, _, y_tr, _ = diabetes
+    with pytest.raises(ValueError, match=r"estimator names \['epsilon'\] are parameters of "
+                       "SBFNStackingRegressor .*rename the estimators, e.g. 'epsilon_model'"):
+        SBFNStackingRegressor([("epsilon", Ridge())]).fit(X_tr, y_tr)
+
+
 def test_a_dropped_estimator_takes_no_part(diabetes):
     X_tr, _, y_tr, _ = diabetes
     model = SBFNStackingRegressor(estimators=regressors()).set_params(knn="drop").fit(X_tr, y_tr)
@@ -232,6 +270,10 @@ def test_a_saved_stack_loads_and_predicts_identically(kind, diabetes, wine, tmp_
     predict = "predict" if kind == "regressor" else "predict_proba"
     assert np.array_equal(getattr(loaded, predict)(X_test), getattr(fitted, predict)(X_test))
     assert loaded.get_params()["cv"] == 3 and type(loaded) is Stack
+    # saved before issue 32, the members' learning rate was the parameter `lr`
+    manifest = tmp_path / "stack" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"lr_theta":', '"lr":'))
+    assert Stack.load(tmp_path / "stack").get_params()["lr_theta"] == fitted.lr_theta
 
 
 @pytest.mark.parametrize("combiner", REGRESSION_COMBINERS)

@@ -503,7 +503,9 @@ def load(path, *, trust_plugins: bool = False, expect: type | None = None,
     loaded = Loaded(_read_tensors(Path(path)),
                     _read_sklearn(Path(path), manifest.get("sklearn", {}), trust_plugins),
                     trust_plugins, tuple(trust_factories))
-    estimator = cls(**decode(manifest["params"], loaded))
+    renamed = getattr(cls, "_former_names", {})     # a parameter renamed since it was saved
+    params = decode(manifest["params"], loaded)
+    estimator = cls(**{renamed.get(name, name): value for name, value in params.items()})
     for name, value in decode({"dict": manifest["fitted"]}, loaded).items():
         setattr(estimator, name, value)
     return estimator

@@ -1,8 +1,8 @@
 """scikit-learn stacking with the s-BFN as the final combiner: SBFNStackingRegressor and
 SBFNStackingClassifier, in the constructor shape of StackingRegressor / StackingClassifier.
 
-    est = SBFNStackingRegressor(estimators=[("rf", RandomForestRegressor()),
-                                            ("knn", KNeighborsRegressor())], cv=5)
+    est = SBFNStackingRegressor([("rf", RandomForestRegressor()),
+                                 ("knn", KNeighborsRegressor())], cv=5)
     est.fit(X, y).predict(X_new)
     clf = SBFNStackingClassifier(estimators=[("rf", RandomForestClassifier()), ...]).fit(X, y)
 
@@ -33,10 +33,13 @@ Differences from scikit-learn's stacking, and why:
   paper Table "geom_loss_shapes_pred"), so every estimator needs predict_proba.
 
 Parameters are checked once, at fit (__init__ only stores them, as scikit-learn asks); a bad
-value raises ConfigError naming the parameter, the value and what is allowed. Each member and
-combiner parameter is the config field of the same name (sbfn_dist.settings.fields), its
-constraint and its default the estimators' (SBFNRegressor's, SBFNClassifier's on tables);
-n_members defaults to 0 here: your estimators alone.
+value raises ConfigError naming the parameter, the value and what is allowed. `estimators` comes
+first and may be given by position, as scikit-learn's. Each member and combiner parameter is
+the config field of the same name (sbfn_dist.settings.fields), its constraint and its default
+the estimators' (SBFNRegressor's, SBFNClassifier's on tables), but one: the members' learning
+rate is `lr_theta` (eta_theta, the field `lr`; FIELD_OF), because an estimator may not be named
+like a parameter (scikit-learn's get_params / set_params share one namespace) and "lr" is what
+users call a LogisticRegression. n_members defaults to 0 here: your estimators alone.
 """
 
 import inspect
@@ -78,6 +81,11 @@ _CLF = defaults("classification", "tabular", estimator=True)
 CHECKS = {"n_members": Int(0, note="0: your estimators are the only hypotheses"),
           "combiner": OneOf(REGRESSION_COMBINERS), "rbf_units": field("rbf_units").check}
 SKLEARN_PARAMETERS = ("estimators", "cv", "n_jobs")
+# The parameters named otherwise than their config field, so that no common estimator name is a
+# parameter (module docstring): parameter -> field.
+FIELD_OF = {"lr_theta": "lr"}
+# A stack saved before a rename loads with its parameter's new name (saved.load reads this).
+FORMER_NAMES = {"lr": "lr_theta"}
 
 
 class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
@@ -86,6 +94,17 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
     validation, get_params / set_params of named estimators (`rf__max_depth` in a grid), drop."""
 
     _task: str
+    _former_names = FORMER_NAMES
+
+    def _validate_names(self, names) -> None:
+        """scikit-learn's rules (unique, no "__", no parameter's name), the clash told with its
+        fix: the stacker's parameters are its own settings (docs/method.md)."""
+        taken = sorted(set(names) & set(self.get_params(deep=False)))
+        if taken:
+            raise ValueError(f"estimator names {taken} are parameters of {type(self).__name__} "
+                             "(scikit-learn's get_params and set_params would confuse them): "
+                             f"rename the estimators, e.g. '{taken[0]}_model'")
+        super()._validate_names(names)
 
     def _pairs(self) -> list:
         """The (name, estimator) pairs that take part ('drop' left out), validated."""
@@ -100,10 +119,11 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
             if name in SKLEARN_PARAMETERS:
                 continue
             value = _plain(getattr(self, name))
-            check = CHECKS.get(name) or PARAMETERS[name]
+            field_name = FIELD_OF.get(name, name)
+            check = CHECKS.get(field_name) or PARAMETERS[field_name]
             if not check.ok(value, ctx):
                 raise ConfigError(name, value, check.text(ctx))
-            out[name] = value
+            out[field_name] = value
         _check_cv(self.cv)
         return out
 
@@ -119,7 +139,8 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
         [members] = train_together([ens])
         if isinstance(members, TrainingDiverged):
             raise FitDivergedError(f"{type(self).__name__} member training diverged ({members}) "
-                                   f"with lr={cfg.lr}; try a smaller lr or init_scale")
+                                   f"with lr_theta={cfg.lr}; try a smaller lr_theta or "
+                                   "init_scale")
         [(_, _, model, _)] = ens.fit(members)
         return members, model, ens.plug
 
@@ -178,7 +199,8 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
     Each estimator's out-of-fold predictions over `cv` folds of the training rows are a column
     of the structured dataset D (the paper's plug-in regime), beside `n_members` epsilon-trained
     MLP members' predictions when n_members > 0 (Algorithm 1 in mini-batches, the settings of
-    SBFNRegressor: `epsilon`, `lr`, `epochs`, `batch_size`, `width`, `init_scale`). The s-BFN
+    SBFNRegressor: `epsilon`, `lr_theta` (SBFNRegressor's `lr`), `epochs`, `batch_size`,
+    `width`, `init_scale`). The s-BFN
     is fitted on D (y standardised by the trials' FoldScaler), each estimator is refitted on
     every row, and predict combines the refits' (and members') predictions:
       "sbfn_ls_linear" the closed-form s-BFN (Eq. "weights", ridge `lambda2`), one Gaussian
@@ -187,7 +209,8 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
       "sbfn_rbf"       the general form: K multivariate Gaussian units over the whole
                        hypothesis vector, K from `rbf_units` by 5-fold inner CV on D.
 
-    Parameters: `estimators` a list of (name, regressor) pairs ('drop' leaves one out); `cv` an
+    Parameters: `estimators` a list of (name, regressor) pairs ('drop' leaves one out; first,
+    by position or by name, as StackingRegressor's); `cv` an
     int (seeded shuffled k-fold; `random_state`), a splitter or an iterable of (train, test)
     pairs; `n_jobs` for the out-of-fold fits (cross_val_predict); `random_state` None means
     seed 0 (the folds, the members, k-means; your estimators keep their own); `device` for the
@@ -200,11 +223,11 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
 
     _task = "regression"
 
-    def __init__(self, *, estimators, cv=5, n_jobs=None,
+    def __init__(self, estimators, *, cv=5, n_jobs=None,
                  # the final combiner
                  combiner=_REG["combiner"], lambda2=_REG["lambda2"], rbf_units=_REG["rbf_units"],
                  # epsilon-trained MLP members beside your estimators (Algorithm 1)
-                 n_members=NO_MEMBERS, epsilon=_REG["epsilon"], lr=_REG["lr"],
+                 n_members=NO_MEMBERS, epsilon=_REG["epsilon"], lr_theta=_REG["lr"],
                  epochs=_REG["epochs"], batch_size=_REG["batch_size"], width=_REG["width"],
                  init_scale=_REG["init_scale"],
                  # where and how reproducibly it runs
@@ -217,7 +240,7 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
         self.rbf_units = rbf_units
         self.n_members = n_members
         self.epsilon = epsilon
-        self.lr = lr
+        self.lr_theta = lr_theta
         self.epochs = epochs
         self.batch_size = batch_size
         self.width = width
@@ -264,7 +287,8 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
     probabilities. Tables only (X is standardised per column by the trials' FoldScaler).
 
     With n_members > 0, that many epsilon-trained MLP members (SBFNClassifier's settings:
-    `epsilon`, `lr`, `epochs`, `batch_size`, `width`, `init_scale`) join as hypotheses. Their
+    `epsilon`, `lr_theta` (its `lr`), `epochs`, `batch_size`, `width`, `init_scale`) join as
+    hypotheses. Their
     probabilities on rows they trained on would be in-sample, so, as in a sweep's trial, a
     stratified `val_fraction` of the rows is held out from them and the head is fitted there, on
     the members' and the estimators' (out-of-fold) probabilities; without members it is fitted
@@ -279,14 +303,14 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
 
     _task = "classification"
 
-    def __init__(self, *, estimators, cv=5, n_jobs=None,
+    def __init__(self, estimators, *, cv=5, n_jobs=None,
                  # the final combiner: the s-BFN head (Algorithm 2), stacked
                  temperature=_CLF["temperature"],
                  sbfn_units_per_member=_CLF["sbfn_units_per_member"],
                  lr_alpha=_CLF["lr_alpha"], head_optimizer=_CLF["head_optimizer"],
                  head_epochs=_CLF["head_epochs"],
                  # epsilon-trained MLP members beside your estimators (Algorithm 2 on MLPs)
-                 n_members=NO_MEMBERS, epsilon=_CLF["epsilon"], lr=_CLF["lr"],
+                 n_members=NO_MEMBERS, epsilon=_CLF["epsilon"], lr_theta=_CLF["lr"],
                  epochs=_CLF["epochs"], batch_size=_CLF["batch_size"], width=_CLF["width"],
                  init_scale=_CLF["init_scale"], val_fraction=_CLF["val_fraction"],
                  # where and how reproducibly it runs
@@ -301,7 +325,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         self.head_epochs = head_epochs
         self.n_members = n_members
         self.epsilon = epsilon
-        self.lr = lr
+        self.lr_theta = lr_theta
         self.epochs = epochs
         self.batch_size = batch_size
         self.width = width
