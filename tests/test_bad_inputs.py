@@ -163,6 +163,9 @@ COMMANDS = [
      ["--set dataset=air_quality", "the sweep's dataset is its own", "--dataset"]),
     ("--set task=", regression, [*REG, "--set", "task=classification"],
      ["--set task=classification", "the command"]),
+    ("a range in --set", regression, [*REG, "--set", "epsilon=uniform(0, 1)"],
+     ["settings.epsilon (--set epsilon=...) = 'uniform(0, 1)' is a range", "under `axes:` of "
+      "a sweep file", "Sweep.from_dict", "search: optuna or random"]),
 ]
 GPU_COMMANDS = [
     ("device=cuda without a GPU", regression, [*REG, "--set", "device=cuda"],
@@ -366,6 +369,16 @@ FILE_CASES = [
      ["settings = ['epochs'] is not allowed: a mapping"], ["--set", "epochs=2"]),
     ("resources that are a number, with --num-cpus", FILE + "resources: 5\n",
      ["resources = 5 is not allowed: a mapping"], ["--num-cpus", "2"]),
+    # ranges where no range stands (issue 32: "a finite number in [0, 1]", or cut at a comma)
+    ("a range as an item of a list",
+     FILE + "search: optuna\naxes:\n  epsilon: [0.1, uniform(0, 1)]\n",
+     ["axes.epsilon = [0.1, 'uniform(0', '1)'] holds a range as an item of a list",
+      "under `axes:` of a sweep file", "`epsilon: uniform(0, 1)` alone"]),
+    ("a range under settings", FILE + "settings:\n  epsilon: uniform(0, 1)\n",
+     ["settings.epsilon", "= 'uniform(0, 1)' is a range, but a shared setting is one value",
+      "e.g. axes: {epsilon: uniform(0, 1)}"]),
+    ("a range under preset", FILE + "preset:\n  n_members: randint(2, 5)\n",
+     ["preset.n_members = 'randint(2, 5)' is a range", "axes: {n_members: randint(2, 5)}"]),
 ]
 
 
@@ -399,6 +412,10 @@ FLAG_CASES = [
      "unrecognized arguments: --stor"),
     ("trial: an abbreviation", trial_command, ["dataset=diabetes", "--ou", "x.csv"],
      "unrecognized arguments: --ou"),
+    ("a range to --epsilons", regression, ["--epsilons", "uniform(0, 1)"],
+     "argument --epsilons: 'uniform(0, 1)' is a range, but the flag lists values"),
+    ("a range to --members", DIGITS, ["--members", "randint(2, 5)"],
+     "argument --members: 'randint(2, 5)' is a range, but the flag lists values"),
 ]
 
 
@@ -427,6 +444,9 @@ API_CASES = [
      "(did you mean 'regression'?)"),
     ("an unknown run option", lambda: Sweep.builtin("regression", "diabetes", "demo").run(
         num_cpu=1), "unknown run option 'num_cpu' (did you mean 'num_cpus'"),
+    ("a range in a list", lambda: Sweep.from_dict({"dataset": "diabetes", "search": "optuna",
+                                                   "axes": {"lr": [0.01, "loguniform(1e-3, 1)"]}}),
+     "`lr: loguniform(1e-3, 1)` alone, or a list of values only"),
 ]
 
 

@@ -11,6 +11,7 @@ list becomes a list.
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,13 @@ def is_list(key: str) -> bool:
     return key in BY_NAME and isinstance(BY_NAME[key].check, Items)
 
 
+# A call's text, e.g. a sweep's range uniform(0, 1): one value, its commas no list's.
+CALL = re.compile(r"\s*[A-Za-z_][\w.]*\s*\([^()]*\)\s*")
+
+
 def parse_value(key: str, text: str):
+    if CALL.fullmatch(text):
+        return text
     if is_list(key) or "," in text:
         return [parse_value("", part) for part in text.split(",") if part]
     try:

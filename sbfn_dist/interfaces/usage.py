@@ -93,14 +93,17 @@ def field_listing() -> str:
 class ListOf(argparse.Action):
     """Every list flag's one spelling: the values after the flag, space-separated (`--epsilons
     0 0.5`); a repeated flag adds to the list. A comma inside a value separates too (`--epsilons
-    0,0.5`), as earlier commands took it. `item` parses one value (ValueError: not allowed)."""
+    0,0.5`), as earlier commands took it. `item` parses one value, `whole` checks each value as
+    given, before the commas split it (ValueError: not allowed)."""
 
-    def __init__(self, option_strings, dest, item=str, **kwargs):
+    def __init__(self, option_strings, dest, item=str, whole=None, **kwargs):
         super().__init__(option_strings, dest, nargs="+", **kwargs)
-        self.item = item
+        self.item, self.whole = item, whole
 
     def __call__(self, parser, namespace, values, option_string=None):
         try:
+            for text in values if self.whole else ():
+                self.whole(text)
             parsed = [self.item(v) for text in values for v in text.split(",") if v]
         except ValueError as exc:
             raise argparse.ArgumentError(self, str(exc)) from None

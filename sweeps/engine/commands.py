@@ -12,11 +12,18 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
+from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
+from sweeps.engine.distributions import refuse_range_flag
 from sweeps.engine.options import add_flags, given
 from sweeps.engine.runner import SweepOptions, failed_trials, result_store, run_sweep
 from sweeps.engine.spaces import smoke
 from sweeps.engine.sweepfile import sweep_options
+
+
+def axis_values(kind, lo, hi, what: str) -> dict:
+    """add_argument's keywords for a grid axis' flag (--members 2 5): numbers of `kind` in
+    [lo, hi]; a range (uniform(0, 1)) is refused naming where ranges go, not cut at a comma."""
+    return dict(action=ListOf, whole=refuse_range_flag, item=bounded(kind, lo, hi, what))
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -32,6 +32,14 @@ KINDS = {"uniform": ("a, b", "uniform(0, 1)"),
 RANGES = ("uniform(a, b), loguniform(a, b), randint(a, b) (integers, b excluded) or "
           "quniform(a, b, q) (multiples of q)")
 _CALL = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.DOTALL)
+# The start of a range's text, whole or cut at its comma (YAML's [..] and a list on the command
+# line split there): how a range is told where it cannot stand.
+_OPENING = re.compile(rf"\s*({'|'.join(KINDS)})\s*\(")
+# Where a range stands, for the refusal of one anywhere else (a list's item, a shared setting, a
+# flag): every configuration draws its own value, so a range is a whole axis.
+RANGES_GO = ("a range is drawn anew for each configuration, so it is a whole axis: give it "
+             "under `axes:` of a sweep file (python -m sweeps run FILE) or of the dict given "
+             "to Sweep.from_dict, with search: optuna or random")
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,55 @@ def is_range(axis) -> bool:
 def has_ranges(axes: dict) -> bool:
     """Some axis of `axes` (name -> values) is a range: the sweep draws its configurations."""
     return any(map(is_range, axes.values()))
+
+
+def looks_like_range(value) -> bool:
+    """`value` is a range's text (uniform(0, 1), ...), whole or cut at its comma ('uniform(0')."""
+    return isinstance(value, str) and _OPENING.match(value) is not None
+
+
+def refuse_range_in_settings(where: str, settings: dict) -> None:
+    """A shared setting (`where`: settings, preset, --set) holds one value for every trial, so a
+    range there (or in its list) is refused, naming where ranges go."""
+    for key, value in settings.items():
+        if any(map(looks_like_range, value if isinstance(value, list) else [value])):
+            raise SbfnError(f"{where.format(key=key)} = {value!r} is a range, but a shared "
+                            f"setting is one value for every trial; {RANGES_GO}, e.g. "
+                            f"axes: {{{key}: {_example(key, value)}}}")
+
+
+def refuse_range_in_list(axis: str, values: list) -> None:
+    """A range is a whole axis, never an item of an axis' list."""
+    given = next((v for v in values if looks_like_range(v)), None)
+    if given is not None:
+        raise SbfnError(f"axes.{axis} = {values!r} holds a range as an item of a list (YAML's "
+                        f"[..] also cuts one at its comma); {RANGES_GO}: `{axis}: "
+                        f"{_example(axis, given)}` alone, or a list of values only")
+
+
+def refuse_range_flag(text: str) -> None:
+    """A list flag's (--epsilons ...) value as given (usage.ListOf's `whole`): a range is
+    refused, naming where ranges go, not cut at its comma (argparse names the flag)."""
+    if looks_like_range(text):
+        raise ValueError(f"'{text}' is a range, but the flag lists values (space-separated); "
+                         f"{RANGES_GO}")
+
+
+def _example(axis: str, given) -> str:
+    """The range as given where it is whole, else one in the form `axis` takes (randint for an
+    integer setting)."""
+    if isinstance(given, str) and _CALL.fullmatch(given):
+        return given.strip()
+    return KINDS["randint" if isinstance(_constraint(axis), Int) else "uniform"][1]
+
+
+def _constraint(axis: str):
+    """The constraint of the setting `axis` (its inner one where None is allowed too), or None
+    for an unknown setting."""
+    declared = BY_NAME.get(axis)
+    if declared is None:
+        return None
+    return declared.check.inner if isinstance(declared.check, Maybe) else declared.check
 
 
 def axis_size(axis) -> float:
@@ -139,10 +196,9 @@ def _check_setting(axis: str, given: Range) -> None:
     sbfn_dist/settings/fields.py): integers for an integer setting, both bounds inside the
     setting's interval. An unknown setting is left to the plan, which names it with a
     did-you-mean as it does for a list's."""
-    declared = BY_NAME.get(axis)
-    if declared is None:
+    check = _constraint(axis)
+    if check is None:
         return
-    check = declared.check.inner if isinstance(declared.check, Maybe) else declared.check
     if not isinstance(check, (Int, Real)):
         raise SbfnError(f"axes.{axis} = {given}: {axis} is not a number, so it has no range; "
                         "give its values as a list")

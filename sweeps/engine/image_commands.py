@@ -15,11 +15,11 @@ options (Ray, storage, MLflow, resume, --set epochs=... n_train=... for a reduce
 from dataclasses import replace
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import ListOf, bounded
+from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (ARCHITECTURES, HETEROGENEOUS, HOMOGENEOUS, MEMBER_SEPARATOR,
                                        defaults)
-from sweeps.engine.commands import common_parser, options, run
+from sweeps.engine.commands import axis_values, common_parser, options, run
 from sweeps.engine.planning import SweepOptions
 from sweeps.engine.spaces import image_sweep
 
@@ -36,9 +36,9 @@ def parser_for(command: str):
     g = p.add_argument_group("the grid")
     if command == ANY:
         _data_flags(g)
-    g.add_argument("--epsilons", action=ListOf, item=bounded(float, 0.0, 1.0, "ε values"),
+    g.add_argument("--epsilons", **axis_values(float, 0.0, 1.0, "ε values"),
                    help="ε values (default: the grid's)")
-    g.add_argument("--members", action=ListOf, item=bounded(int, 1, 100, "M values"),
+    g.add_argument("--members", **axis_values(int, 1, 100, "M values"),
                    help="M values (default: the grid's)")
     g.add_argument("--ensembles", action=ListOf, help=f"from {', '.join(KINDS)}, an "
                    f"architecture ({', '.join(ARCHITECTURES)}), your factory "

@@ -38,7 +38,8 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.errors import did_you_mean
 from sbfn_dist.settings.fields import MEMBER_SEPARATOR
 from sweeps.engine import options as run_options
-from sweeps.engine.distributions import RANGES, Range, parse_range
+from sweeps.engine.distributions import (RANGES, Range, parse_range, refuse_range_in_list,
+                                         refuse_range_in_settings)
 from sweeps.engine.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.runner import SweepOptions, plan
 from sweeps.engine.spaces import Grid, SweepSpec, grid_sweep, image_sweep, smoke
@@ -177,6 +178,7 @@ def checked(definition: dict) -> dict:
     d["axes"] = {axis: _axis(axis, values) for axis, values in d.get("axes", {}).items()}
     d["settings"] = plain(d.get("settings", {}))
     d["preset"] = plain(d.get("preset", {}))
+    refuse_range_in_settings("preset.{key}", d["preset"])
     for key in SWEEP_OWN.keys() & d["preset"].keys():
         raise SbfnError(f"preset.{key}: the sweep's {key} is its own, not a setting of its "
                         f"grid; give it as {SWEEP_OWN[key]}")
@@ -196,6 +198,7 @@ def _axis(axis, values) -> list | Range:
         raise SbfnError(f"axes.{axis} = {values!r}: an axis is a non-empty list of values, or "
                         f"a range: {RANGES}")
     values = plain(values)
+    refuse_range_in_list(axis, values)
     if axis == "ensemble":      # a mix given as a list: the text `--ensembles a+b` gives too
         values = [MEMBER_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v
                   for v in values]
@@ -358,6 +361,7 @@ def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool
     for key in SWEEP_OWN.keys() & overrides.keys():
         raise SbfnError(f"--set {key}={overrides[key]} (settings.{key}): the sweep's {key} is "
                         f"its own, not a shared setting; give it as {SWEEP_OWN[key]}")
+    refuse_range_in_settings("settings.{key} (--set {key}=...)", overrides)
     if "data_dir" in given:
         overrides = {**overrides, "data_dir": given["data_dir"]}
     given = {k: v for k, v in given.items() if k in run_options.DEFAULTS}

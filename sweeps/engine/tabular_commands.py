@@ -8,8 +8,8 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
-from sbfn_dist.interfaces.usage import ListOf, bounded
-from sweeps.engine.commands import common_parser, options, run
+from sbfn_dist.interfaces.usage import ListOf
+from sweeps.engine.commands import axis_values, common_parser, options, run
 from sweeps.engine.spaces import RIDE_ALONG, tabular_sweep
 from sweeps.engine.sweepfile import grid_names, named_grid
 
@@ -31,12 +31,12 @@ def parser(task: str, doc: str):
                    f"{_grids_folds(task, grids)})")
     g.add_argument("--seeds", type=int, help="repetitions with seeds 0..N-1 (default: the "
                    "grid's, else 1)")
-    g.add_argument("--members", action=ListOf, item=bounded(int, 1, 1000, "M values"),
+    g.add_argument("--members", **axis_values(int, 1, 1000, "M values"),
                    help="M values (default: the grid's)")
-    g.add_argument("--epsilons", action=ListOf, item=bounded(float, 0.0, 1.0, "ε values"),
+    g.add_argument("--epsilons", **axis_values(float, 0.0, 1.0, "ε values"),
                    help="ε values (default: the grid's)")
     for name in RIDE_ALONG[task]:
-        g.add_argument(f"--{name}", action=ListOf, item=bounded(float, 0.0, 1e6, f"{name} values"),
+        g.add_argument(f"--{name}", **axis_values(float, 0.0, 1e6, f"{name} values"),
                        help="values every trial evaluates on its members (default: the grid's)")
     g.add_argument("--competitors", action=ListOf, help="models run on the same folds, by "
                    "name or import path (--list-fields: competitors), or none (default: the "
