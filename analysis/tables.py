@@ -162,8 +162,8 @@ def reference_scores(ok: pd.DataFrame, task: str) -> pd.DataFrame:
 def objective_model(rows: pd.DataFrame, task: str, objectives: dict) -> str | None:
     """The model that ranks one data set's configurations: the one their sweeps searched by
     (`objectives`: sweep -> model, from sweep.json) where that names one model the rows have,
-    else the task's first combiner present (sbfn_ls, sbfn: the sweeps' default objective); None
-    when the rows hold no combiner."""
+    else the task's first combiner present (sbfn_ls, sbfn: the default objective of sweeps too
+    old to record theirs); None when the rows hold no combiner."""
     present = set(rows["model"])
     named = {objectives.get(sweep) for sweep in rows["sweep"].unique()} & present
     if len(named) == 1:

@@ -31,13 +31,13 @@ from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine import sweepfile
-from sweeps.engine.options import OPTIONS, into_definition
+from sweeps.engine.options import OBJECTIVES, OPTIONS, into_definition
 from sweeps.engine.planning import Planned, settings_of
 from sweeps.engine.ranking import (best_means, best_row as _best_row, by_configuration,
                                    cv_means, planned_folds, ranked_rows, trials_of)
 from sweeps.engine.runner import (SweepOptions, SweepOutcome, dry_run, plan, result_store,
                                   run_sweep)
-from sweeps.engine.spaces import OBJECTIVES, SweepSpec
+from sweeps.engine.spaces import SweepSpec
 from sweeps.engine.store import ResultStore
 from sweeps.engine.sweepfile import grid_file
 from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
@@ -76,13 +76,13 @@ class SweepResult:
                    outcome.study, outcome.plan, outcome.objective, outcome.task)
 
     def best(self, metric: str | None = None) -> BestConfiguration | None:
-        """The configuration whose objective model (`objective`: sbfn_ls, sbfn, --objective)
-        has the best CV mean of `metric` (the task's: rmse lowest, accuracy highest) at its
-        best setting, over every fold the configuration planned (an image sweep's: every split,
-        each split's trial its fold; sweeps.engine.ranking). Failed and diverged rows
-        do not count, so a configuration missing a fold (stopped early by ASHA, interrupted,
-        failed, diverged on one) is not ranked; nor are the M = 1 reference and the
-        competitors. None when no configuration qualifies."""
+        """The configuration whose objective model (`objective`: sbfn_ls_linear, sbfn,
+        --objective) has the best CV mean of `metric` (the task's: rmse lowest, accuracy
+        highest) at its best setting, over every fold the configuration planned (an image
+        sweep's: every split, each split's trial its fold; sweeps.engine.ranking). Failed and
+        diverged rows do not count, so a configuration missing a fold (stopped early by ASHA,
+        interrupted, failed, diverged on one) is not ranked; nor are the M = 1 reference and
+        the competitors. None when no configuration qualifies."""
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
         means = best_means(self.frame, self.objective, TASKS[self.task].scores,
@@ -95,8 +95,8 @@ class SweepResult:
     def open(cls, path, objective: str | None = None) -> "SweepResult":
         """A finished (or stopped) sweep read back from its results directory: its records and
         its configurations as they give them back (sweeps/engine/export.py); result_grid is
-        None. objective: the model that ranks configurations (default: the task's, sbfn_ls
-        or sbfn; pass the sweep's --objective if it had one)."""
+        None. objective: the model that ranks configurations (default: the sweep's own, as
+        its sweep.json records it, else the task's: sbfn_ls_linear or sbfn)."""
         from sweeps.engine.export import (ExportError, read_sweep, recorded_configs,
                                           tracking_store)
         finished = read_sweep(str(path))
@@ -109,7 +109,7 @@ class SweepResult:
         task = finished.spec["task"]
         return cls(finished.store.location, finished.frame, None, tracking_store(finished),
                    plan=Planned(_points(configs), configs), objective=objective or
-                   OBJECTIVES[task], task=task)
+                   finished.spec.get("objective") or OBJECTIVES[task], task=task)
 
     def configuration(self, trial_id: str, metric: str | None = None) -> BestConfiguration:
         """The configuration `trial_id` at the best setting of its objective model (as best()

@@ -33,8 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fold", type=int, help="refit on this fold's (split's) training part "
                    "(default: all rows of a k-fold CV; split 0 of held-out splits)")
     p.add_argument("--objective", help="the model that ranks configurations and is exported "
-                   "(default: the task's, sbfn_ls or sbfn; give the sweep's --objective if it "
-                   "had one)")
+                   "(default: the sweep's own --objective, as its sweep.json records it)")
     p.add_argument("--metric", help="the score that ranks them (default: the task's, rmse or "
                    "accuracy)")
     p.add_argument("--mlflow-uri", help="the tracking store to log the model to (default: the "

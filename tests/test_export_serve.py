@@ -341,6 +341,19 @@ def test_bad_input_is_one_line_naming_the_fix(finished, tmp_path):
     assert manifest(tmp_path / "out")["source"]["trial_id"] != best.trial_id
 
 
+def test_a_sweep_is_ranked_and_exported_by_its_own_recorded_objective(finished, tmp_path):
+    """Regression sweeps rank by sbfn_ls_linear now (issue 32); a sweep run when the default was
+    sbfn_ls (its sweep.json says so) is still ranked, and exported, by sbfn_ls."""
+    _, result, root = finished
+    assert result.objective == "sbfn_ls_linear" == result.best().model
+    copy = a_copy(root, tmp_path)
+    spec = json.loads((copy / "sweep.json").read_text())
+    (copy / "sweep.json").write_text(json.dumps({**spec, "objective": "sbfn_ls"}))
+    assert SweepResult.open(copy).best().model == "sbfn_ls"
+    code, out, err = export(copy, "--out", tmp_path / "m", "--no-mlflow")
+    assert code == 0 and manifest(tmp_path / "m")["source"]["model"] == "sbfn_ls", err
+
+
 def test_without_a_tracking_store_the_export_says_how_to_log_it(finished, tmp_path):
     _, _, root = finished
     copy = a_copy(root, tmp_path)

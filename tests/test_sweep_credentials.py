@@ -9,6 +9,7 @@ prints run as printed. One sweep for these checks keeps the suite fast.
 """
 
 import base64
+import json
 import http.server
 import os
 import re
@@ -167,7 +168,8 @@ def test_only_configurations_that_ran_every_fold_are_complete_in_the_study(sweep
                and len(t.intermediate_values) < FOLDS for t in pruned)
     table = pd.read_parquet(storage / "cred" / "results.parquet")
     best = min(complete, key=lambda t: t.value)
-    rows = table[(table["model"] == "sbfn_ls") & (table["n_members"] == best.params["n_members"])
+    objective = json.loads((storage / "cred" / "sweep.json").read_text())["objective"]
+    rows = table[(table["model"] == objective) & (table["n_members"] == best.params["n_members"])
                  & (table["epsilon"] == best.params["epsilon"])]
     assert sorted(set(rows["fold"])) == list(range(FOLDS))
     assert best.value == pytest.approx(rows.groupby("model_params")["rmse"].mean().min())

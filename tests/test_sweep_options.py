@@ -3,11 +3,12 @@ and SweepOptions' defaults come from it, and a flag, a file key and an API argum
 option give the same SweepOptions. Planning only: no Ray starts here."""
 
 import argparse
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
+from sbfn_dist.errors import SbfnError
 from sweeps import Sweep
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
@@ -121,6 +122,27 @@ def test_sweeps_run_flags_replace_the_files_keys_and_join_its_settings(tmp_path)
     assert spec.dataset == "diabetes"
     _, _, plain = sweeps_main.build(["run", str(path)])
     assert (plain.name, plain.num_cpus, plain.overrides["epochs"]) == ("from-file", 1, 9)
+
+
+def test_regression_ranks_by_sbfn_ls_linear_and_a_resumed_sweep_keeps_its_own(tmp_path):
+    """The default objective is the s-BFN form every published regression run favours
+    (docs/results/README.md, claim 1; issue 32: the demo ranked the paper's map, sbfn_ls, at
+    73.96 against sbfn_ls_linear's 54.17). A sweep begun under the former default (its
+    sweep.json: sbfn_ls) keeps ranking by it on --resume (its Optuna study, its best so far),
+    and a --resume naming another objective is refused."""
+    from sweeps.engine.planning import with_objective
+    from sweeps.engine.spaces import regression_sweep
+    spec = regression_sweep("diabetes", "demo")
+    assert with_objective(spec, SweepOptions(name="s", storage=str(tmp_path))).objective == \
+        "sbfn_ls_linear"
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "sweep.json").write_text('{"objective": "sbfn_ls"}')
+    resumed = SweepOptions(name="s", storage=str(tmp_path), resume=True)
+    assert with_objective(spec, resumed).objective == "sbfn_ls"
+    assert with_objective(spec, replace(resumed, objective="sbfn_ls")).objective == "sbfn_ls"
+    with pytest.raises(SbfnError, match="--resume --objective g1: the sweep 's' ranks its "
+                       "configurations by sbfn_ls, its objective since it started"):
+        with_objective(spec, replace(resumed, objective="g1"))
 
 
 def test_docs_name_every_flag_and_file_key():

@@ -49,6 +49,8 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(shared_sweeps
 
     assert "results.parquet" in out and "mlflow ui --backend-store-uri" in out
     assert "python -m analysis.report" in out and "configurations 4/4 done" in out
+    # the s-BFN form the published runs favour, and which form won (issue 32)
+    assert "| best sbfn_ls_linear rmse " in out and "\ns-BFN forms by rmse, best first: " in out
     assert "4 configurations in 3 trials (--pack auto)" in out
 
 

@@ -14,10 +14,10 @@ def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, p
                 n_members=n_members, epsilon=0.35, model_params=params, trial_id=f"{role}{lr}")
 
 
-def summary(rows, spec=None, plan=None) -> str:
+def summary(rows, spec=None, plan=None, objective="") -> str:
     out = io.StringIO()
     outcome = SweepOutcome(root="/r", table=pd.DataFrame(rows), tracking_uri=None, trials=[],
-                           seconds=60.0, plan=plan)
+                           seconds=60.0, plan=plan, objective=objective)
     print_summary(outcome, spec or regression_sweep("diabetes", "demo"), SweepOptions(name="s"),
                   out)
     return out.getvalue()
@@ -31,6 +31,24 @@ def test_the_two_references_are_two_settings_never_averaged_together():
                       for f in range(2)])
     line = next(l for l in text.splitlines() if l.startswith("single_network_M1"))
     assert '{"lr": 0.003}' in line and " 20 " in line and line.split()[-2] == "2"   # 2 settings
+
+
+def test_the_end_table_says_which_s_bfn_form_won_and_names_the_paper_s():
+    """Issue 32: the demo ranked the paper's map (sbfn_ls) near the bottom while the sweep
+    tracked it; the line after the table names the winning form, the objective and the
+    paper's form, whichever wins."""
+    rows = [row(m, v + f, f) for f in range(2) for m, v in
+            (("sbfn_ls", 74.0), ("sbfn_ls_linear", 54.0), ("g1", 67.0), ("arithmetic", 55.0))]
+    line = summary(rows, objective="sbfn_ls_linear").splitlines()
+    [line] = [l for l in line if l.startswith("s-BFN forms")]
+    assert line == ("s-BFN forms by rmse, best first: sbfn_ls_linear 54.5 (the objective) won; "
+                    "then g1 67.5, sbfn_ls 74.5 (the paper's form: --objective sbfn_ls ranks "
+                    "by it)")
+    paper = [{**r, "rmse": r["rmse"] - 30.0} if r["model"] == "sbfn_ls" else r for r in rows]
+    assert ("best first: sbfn_ls 44.5 (the objective; the paper's form) won; then "
+            "sbfn_ls_linear 54.5, g1 67.5") in summary(paper, objective="sbfn_ls")
+    assert "s-BFN forms" not in summary([r for r in rows if r["model"] != "g1"
+                                         and r["model"] != "sbfn_ls"])       # one form: no line
 
 
 def test_a_model_whose_every_row_diverged_is_listed_with_its_count():

@@ -39,6 +39,9 @@ SBFN_HEADS = ("sbfn", "sbfn_stacked")
 LEARNED_HEADS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked")
 CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean",
                             "logit_mean_tuned", "prob_mean", "base_avg")
+# The s-BFN forms among the combiners (the closed form and its linear variant, G1-G3, the
+# general basis; the classification heads), which a sweep's end table ranks among themselves.
+SBFN_FORMS = (*CLOSED_FORM, *ITERATIVE, "sbfn_rbf", *SBFN_HEADS)
 
 # The paper's competitors (a sweep's default competitor trials), and every name of the
 # estimators registry (sbfn_dist.learners.competitors): each task has its own scikit-learn model of

@@ -37,11 +37,10 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     return p
 
 
-def options(args, default_name: str, default_objective: str) -> SweepOptions:
+def options(args, default_name: str) -> SweepOptions:
     """The flags as SweepOptions, translated as sweep files are (sweeps/engine/sweepfile.py)."""
     values = given(args)
-    return sweep_options(values, default_name=default_name, objective=default_objective,
-                         smoke=values.get("smoke", False),
+    return sweep_options(values, default_name=default_name, smoke=values.get("smoke", False),
                          overrides=values.get("settings", {}), command=command_line())
 
 

@@ -66,8 +66,7 @@ def build_for(command: str):
         spec = image_sweep(dataset, splits=args.splits, members=args.members,
                            epsilons=args.epsilons, ensembles=ensemble_values(args.ensembles),
                            search=args.search)
-        return spec, args, with_image_size(args, options(args, catalog.short_name(dataset),
-                                                         spec.objective))
+        return spec, args, with_image_size(args, options(args, catalog.short_name(dataset)))
     return build
 
 

@@ -119,6 +119,20 @@ def result_store(opts: SweepOptions) -> ResultStore:
     return ResultStore(f"{opts.storage.rstrip('/')}/{opts.name}")
 
 
+def with_objective(spec: SweepSpec, opts: SweepOptions) -> SweepOptions:
+    """`opts` naming the model that ranks the configurations: --objective; else, on --resume,
+    the one the sweep started with (sweep.json), so that a default changed since (sbfn_ls ->
+    sbfn_ls_linear) never ranks half a sweep, or half its Optuna study, by another model; else
+    the task's (options.OBJECTIVES). A --resume naming another than the sweep's is refused."""
+    recorded = (result_store(opts).read_spec() or {}).get("objective") if opts.resume else None
+    if opts.objective and recorded and opts.objective != recorded:
+        raise SbfnError(f"--resume --objective {opts.objective}: the sweep '{opts.name}' ranks "
+                        f"its configurations by {recorded}, its objective since it started (its "
+                        "Optuna study's values and its best so far); resume without "
+                        f"--objective, or pass --name for a new sweep ranked by {opts.objective}")
+    return replace(opts, objective=opts.objective or recorded or spec.objective)
+
+
 # ------------------------------------------------------------------ one configuration
 # Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
 LABELS = ("role",)

@@ -4,7 +4,7 @@ from the parts once, when the run ends (sweeps/engine/runner.py), and the parts 
 meanwhile.
 
     [air_quality-regression80] configurations 5/22 done, 2 running, 15 pending, 0 failed |
-    folds 61/220 | best sbfn_ls rmse 0.312 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
+    folds 61/220 | best sbfn_ls_linear rmse 0.041 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
 """
 
 import json

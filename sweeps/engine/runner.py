@@ -19,16 +19,18 @@ import pandas as pd
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
-from sbfn_dist.settings.tasks import TASKS
+from sbfn_dist.settings.tasks import SBFN_FORMS, TASKS
 from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.engine.claim import Claim, refuse_while_running, take_over
 from sweeps.engine.distributions import axis_size, has_ranges, is_range
 from sweeps.engine.environment import ray_environment
 from sweeps.engine.next_steps import console_script, installed, python_module
+from sweeps.engine.options import PAPER_FORMS
 from sweeps.engine.packing import packs
 # plan, SweepOptions and result_store are also imported from here (sweep files, the commands).
 from sweeps.engine.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,  # noqa: F401
-                                    points_of, result_store, settings_of, shared)
+                                    points_of, result_store, settings_of, shared,
+                                    with_objective)
 from sweeps.engine.spaces import SweepSpec, axis_text
 from sweeps.engine.store import ResultStore
 
@@ -56,6 +58,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
         return None
     opts.validate()
     planned = plan_sweep(spec, opts)      # the one validation of every configuration
+    opts = with_objective(spec, opts)
     # Ray's settings, quiet logs (sweeps/engine/environment.py)
     with ray_environment(opts.verbose):
         return _run(spec, opts, planned, out)
@@ -66,6 +69,7 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
     and what was left unchecked (dry_run_scope); nothing is written. Returns the configs."""
     opts.validate()
     planned = plan_sweep(spec, opts)
+    opts = with_objective(spec, opts)
     with ray_environment(opts.verbose):
         check_before_ray(planned.configs, opts)
     print_plan(spec, opts, planned.configs, out)
@@ -141,16 +145,16 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
                            *_finish_study(opts, store), result_grid=grid, plan=planned,
-                           objective=opts.objective or spec.objective, task=spec.task)
+                           objective=opts.objective, task=spec.task)
     _keep_best_models(opts, outcome, store)
     print_summary(outcome, spec, opts, out)
     return outcome
 
 
-def _kept_model(spec: SweepSpec, opts: SweepOptions) -> str:
+def _kept_model(opts: SweepOptions) -> str:
     """The model whose fitted folds trials keep (--keep-models best): the sweep's objective,
     the one SweepResult.best ranks by; "" for none."""
-    return (opts.objective or spec.objective) if opts.keep_models == "best" else ""
+    return opts.objective if opts.keep_models == "best" else ""
 
 
 def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultStore) -> None:
@@ -186,7 +190,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
               "n_folds_expected": sum(len(folds_of(c)) for c in configs),
               "base": shared(spec, opts), "command": opts.command,
-              "objective": opts.objective or spec.objective,
+              "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)}}
     _refuse_another_sweep(store, opts, record["trial_ids"])
     store.create()
@@ -303,7 +307,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
         tune.with_parameters(sweep_trainable, plan=planned, results_uri=store.location,
                              objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
                              threads=max(1, int(opts.cpus_per_trial)),
-                             keep_model=_kept_model(spec, opts)),
+                             keep_model=_kept_model(opts)),
         {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
     callbacks, progress, tracking_uri = _callbacks(spec, opts, store, planned.configs,
                                                    planned.configs_of)
@@ -397,7 +401,7 @@ def _callbacks(spec, opts, store, configs, resolve):
         opts.num_samples * len(folds_of(configs[0]))
     progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
                             opts.search == "grid" else opts.num_samples,
-                            objective=opts.objective or spec.objective, metric=metric_of(spec.task),
+                            objective=opts.objective, metric=metric_of(spec.task),
                             groups=configuration_ids(configs))
     callbacks = [StoreKeeper(store, resolve), progress]
     tracking_uri = None
@@ -608,6 +612,26 @@ def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd
     return whole
 
 
+def sbfn_forms(view: pd.DataFrame, metric: str, task: str, objective: str) -> str:
+    """Which s-BFN form won the end table (`view`: comparison_table's, best first), the
+    objective and the paper's own form named ("" with fewer than two): which wins depends on
+    the data (docs/method.md, "Feature map of the closed-form s-BFN")."""
+    means = view[f"{metric}_mean"]
+    forms = [m for m in view.index if m in SBFN_FORMS and pd.notna(means[m])]
+    if len(forms) < 2:
+        return ""
+    said = [f"{m} {means[m]:.4g}{_form_note(m, task, objective)}" for m in forms]
+    return f"s-BFN forms by {metric}, best first: {said[0]} won; then {', '.join(said[1:])}"
+
+
+def _form_note(model: str, task: str, objective: str) -> str:
+    notes = ["the objective"] if model == objective else []
+    if model == PAPER_FORMS[task]:
+        notes.append("the paper's form" + ("" if model == objective else
+                                           f": --objective {model} ranks by it"))
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     table = outcome.table
     metric = metric_of(spec.task)
@@ -627,6 +651,9 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
         with pd.option_context("display.width", 200, "display.max_colwidth", 70):
             print(view.drop(columns=["label"]).to_string(float_format=lambda v: f"{v:.4g}"),
                   file=out)
+        forms = sbfn_forms(view, metric, spec.task, outcome.objective)
+        if forms:
+            print(forms, file=out)
     # Remote storage: the store's root is a path on its filesystem; the user needs the URI.
     where = result_store(opts).location if "://" in opts.storage else outcome.root
     print(f"\nresults:  {where}/results.parquet", file=out)

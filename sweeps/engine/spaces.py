@@ -25,7 +25,7 @@ from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.distributions import is_range
-from sweeps.engine.options import SEARCHES
+from sweeps.engine.options import OBJECTIVES, SEARCHES
 
 # Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
@@ -75,8 +75,6 @@ REFERENCE = {
 # classification needs no second one.
 REFERENCE_LR_FACTORS = {"regression": (1.0, 0.1), "classification": (1.0,)}
 
-# The model whose best mean drives search and "best so far", per task.
-OBJECTIVES = {"regression": "sbfn_ls", "classification": "sbfn"}
 
 # --smoke: the same sweep, tiny -- 3 folds of at most 300 rows and a few epochs (tables), at
 # most 256 training images, 1 epoch (images). Classification's stacked heads train 20 epochs

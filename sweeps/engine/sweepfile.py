@@ -148,7 +148,7 @@ def build(definition: dict, source: str, label: str | None = None
         spec = _spec(d, label)
         spec = smoke(spec) if d.get("smoke") else spec
         opts = sweep_options({**d, **d.get("resources", {})},
-                             default_name=_default_name(spec, label), objective=spec.objective,
+                             default_name=_default_name(spec, label),
                              smoke=d.get("smoke", False), overrides=d.get("settings", {}),
                              command=source)
         opts.validate()
@@ -352,8 +352,8 @@ def _default_name(spec: SweepSpec, label: str | None) -> str:
     return f"{name}-{spec.grid}"
 
 
-def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool,
-                  overrides: dict, command: str) -> SweepOptions:
+def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dict,
+                  command: str) -> SweepOptions:
     """SweepOptions from a sweep's run options by name (a file's keys and resources, a command's
     flags; None or absent: the default, sweeps/engine/options.py), its trial settings (`overrides`:
     --set) and data_dir, which joins them."""
@@ -368,5 +368,5 @@ def sweep_options(given: dict, *, default_name: str, objective: str, smoke: bool
     name = given.pop("name", None) or default_name + ("-smoke" if smoke else "")
     if not NAME.fullmatch(name):
         raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
-    return SweepOptions(name=name, objective=given.pop("objective", None) or objective,
-                        overrides=overrides, command=command, **given)
+    # An objective not given stays "": the runner names it (planning.with_objective).
+    return SweepOptions(name=name, overrides=overrides, command=command, **given)

@@ -69,6 +69,5 @@ def command(task: str, doc: str):
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
                              members=args.members, epsilons=args.epsilons,
                              competitors=competitor_list(args.competitors), **settings)
-        return spec, args, options(args, f"{catalog.short_name(args.dataset)}-{args.grid}",
-                                   spec.objective)
+        return spec, args, options(args, f"{catalog.short_name(args.dataset)}-{args.grid}")
     return build, functools.partial(run, build)
