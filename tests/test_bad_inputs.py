@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -300,6 +301,14 @@ ESTIMATOR_CASES = [
      "X.transpose(0, 3, 1, 2)"),
     ("predict on other features", lambda: SBFNRegressor(**FAST).fit(X, Y).predict(X[:, :2]),
      "X has 2 features, but SBFNRegressor is expecting 3"),
+    # scikit-learn's "could not convert string to float: 'x'" named no column (issue 32)
+    ("a text column in a DataFrame", lambda: SBFNClassifier(**FAST).fit(
+        pd.DataFrame({"a": X[:, 0], "city": ["x", "y"] * 20}), LABELS),
+     "X given to SBFNClassifier has non-numeric columns ['city'] (e.g. 'x' in column 'city', "
+     "row 0): encode them as numbers"),
+    ("a text column to predict", lambda: SBFNRegressor(**FAST).fit(pd.DataFrame(X, columns=list(
+        "abc")), Y).predict(pd.DataFrame(X, columns=list("abc")).assign(b="z")),
+     "X given to SBFNRegressor has non-numeric columns ['b']"),
 ]
 
 

@@ -31,6 +31,7 @@ import dataclasses
 import inspect
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -137,6 +138,33 @@ def _fold(cfg: TrialConfig, x, y, **parts) -> Fold:
     return Fold(0, x, y, x[:0], np.empty(0), cfg.task, {}, cfg.seed, device=cfg.device, **parts)
 
 
+def validated(estimator, X, *args, **kwargs):
+    """scikit-learn's validate_data, after a table's columns are checked to hold numbers: its
+    own message for a column of text ("could not convert string to float: 'x'") names none."""
+    text = text_columns(X) if isinstance(X, pd.DataFrame) else {}
+    if text:
+        column, (row, value) = next(iter(text.items()))
+        raise DataError(f"X given to {type(estimator).__name__} has non-numeric columns "
+                        f"{list(text)} (e.g. {value!r} in column {column!r}, row {row}): encode "
+                        "them as numbers (one-hot: pandas.get_dummies, or a OneHotEncoder in a "
+                        "Pipeline before the estimator) or drop them")
+    return validate_data(estimator, X, *args, **kwargs)
+
+
+def text_columns(frame: pd.DataFrame) -> dict:
+    """Each column of `frame` that holds something no number -> (its first row position, that
+    value); missing cells are no text."""
+    out = {}
+    for j, column in enumerate(frame.columns):
+        values = frame.iloc[:, j]
+        if pd.api.types.is_numeric_dtype(values):
+            continue
+        rows = np.flatnonzero(pd.to_numeric(values, errors="coerce").isna() & values.notna())
+        if rows.size:
+            out[str(column)] = (int(rows[0]), values.iloc[rows[0]])
+    return out
+
+
 def _numpy(d: torch.Tensor) -> np.ndarray:
     return d.double().cpu().numpy()
 
@@ -225,7 +253,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
         if y is not None:     # None: scikit-learn's own message (validate_data)
             y = numeric_target(y, "y given to SBFNRegressor.fit", "use SBFNClassifier for "
                                "class labels")
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
+        X, y = validated(self, X, y, multi_output=True, y_numeric=True)
         y = _single_target(y)
         # The statistics of every row fit is given (a trial's training part is all of X here).
         self.scaler_ = FoldScaler(refuse_constant_target=False).fit(X, y)
@@ -238,7 +266,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
 
     def _scaled_members(self, X) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validated(self, X, reset=False)
         return _numpy(self.members_.predict(self.scaler_.transform_X(X)))
 
     def predict(self, X) -> np.ndarray:
@@ -456,7 +484,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         """Validated (X, y): tables by validate_data; images as float32 (N, C, H, W)."""
         if not images:
             self.image_shape_ = None
-            return validate_data(self, X, y)
+            return validated(self, X, y)
         X, y = check_X_y(X, y, allow_nd=True, dtype=np.float32)
         X = _as_images(X)
         if min(X.shape[2:]) < MIN_SIZE:
@@ -516,7 +544,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
 
     def _predict_input(self, X) -> np.ndarray:
         if self.image_shape_ is None:
-            return validate_data(self, X, reset=False)
+            return validated(self, X, reset=False)
         X = _as_images(check_array(X, allow_nd=True, dtype=np.float32))
         if X.shape[1:] != self.image_shape_:
             raise DataError(f"SBFNClassifier was fitted on images of shape (C, H, W) = "

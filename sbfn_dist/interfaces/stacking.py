@@ -51,7 +51,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.ensemble._base import _BaseHeterogeneousEnsemble
 from sklearn.utils import Bunch
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from sbfn_dist.combiners.ensembles import (ENSEMBLES, class_hypotheses, combine,
                                            regression_hypotheses, train_together)
@@ -61,7 +61,7 @@ from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import (PARAMETERS, FitDivergedError, _fold, _held_out,
-                                             _trial_config)
+                                             _trial_config, validated)
 from sbfn_dist.learners.training import TrainingDiverged
 from sbfn_dist.settings.fields import Ctx, Int, OneOf, defaults, field
 from sbfn_dist.settings.tasks import CLOSED_FORM
@@ -152,7 +152,7 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
 
     def _scaled(self, X) -> np.ndarray:
         check_is_fitted(self)
-        return self.scaler_.transform_X(validate_data(self, X, reset=False))
+        return self.scaler_.transform_X(validated(self, X, reset=False))
 
     def __sklearn_tags__(self):
         # The base class allows NaN and sparse X when the estimators do; the members and the
@@ -256,7 +256,7 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
                                "use SBFNStackingClassifier for class labels")
         # One target: a (n, 1) column is raveled with scikit-learn's DataConversionWarning,
         # several columns are refused by scikit-learn's own one-line message.
-        X, y = validate_data(self, X, y, y_numeric=True)
+        X, y = validated(self, X, y, y_numeric=True)
         _require_rows(self, len(y))
         self.scaler_ = FoldScaler(refuse_constant_target=False).fit(X, y)
         x = self.scaler_.transform_X(X)
@@ -347,7 +347,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
     def fit(self, X, y):
         pairs = self._pairs()
         cfg = self._config({**self._settings(), "combiner": CLASSIFICATION_COMBINER})
-        X, y = validate_data(self, X, y)
+        X, y = validated(self, X, y)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         require_classes(self.classes_, f"y given to {type(self).__name__}.fit",
