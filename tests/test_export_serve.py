@@ -13,13 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_diabetes, load_digits
 
 from sbfn_dist.evaluation.metrics import regression_metrics
 from sbfn_dist.experiment import run_trial
@@ -249,12 +250,28 @@ def served(uri: str, tracking_uri: str, log: Path):
 
 
 def invocations(port: int, frame: pd.DataFrame) -> np.ndarray:
-    body = json.dumps({"dataframe_split": {"columns": list(frame.columns),
-                                           "data": frame.to_numpy().tolist()}}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body,
+    status, answer = asked(port, frame)
+    assert status == 200, answer
+    return np.asarray(answer["predictions"], dtype=float)
+
+
+def asked(port: int, frame: pd.DataFrame) -> tuple[int, dict]:
+    """(HTTP status, the JSON answer) of the server for `frame`'s rows (null for NaN)."""
+    data = frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
+    body = json.dumps({"dataframe_split": {"columns": list(frame.columns), "data": data}})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body.encode(),
                                      {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as reply:
-        return np.asarray(json.loads(reply.read())["predictions"], dtype=float)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def with_cell(frame: pd.DataFrame, row: int, column: str, value) -> pd.DataFrame:
+    out = frame.astype(float).copy()
+    out.loc[out.index[row], column] = value
+    return out
 
 
 def test_the_logged_model_is_served_with_the_estimator_s_and_the_record_s_answers(
@@ -286,9 +303,56 @@ def test_the_logged_model_is_served_with_the_estimator_s_and_the_record_s_answer
 
     with served(uri, result.tracking_uri, tmp_path / "serve.log") as port:
         answered = invocations(port, rows)
+        # Refused in one line with HTTP 400 (before issue 32: NaN with 200 for 1e300, MLflow's
+        # "unexpected error" and a stack trace for an empty cell or no rows). These members are
+        # float64: the largest float overflows their standardised input (diabetes' features
+        # have std ~0.05); float32 members overflow at 1e300 already (the test above).
+        largest = float(np.finfo(np.float64).max)
+        refused = {"overflow": asked(port, rows.iloc[:2].map(lambda v: largest)),
+                   "empty cell": asked(port, with_cell(rows.iloc[:2], 1, "bmi", np.nan)),
+                   "no rows": asked(port, rows.iloc[:0])}
+    for case, (status, answer) in refused.items():
+        assert status == 400 and answer["error_code"] == "INVALID_PARAMETER_VALUE", (case, answer)
+        assert "stack_trace" not in answer and "Traceback" not in answer["message"], case
+    assert "the model's answer for row [0, 1] is not a finite number" in refused["overflow"][1][
+        "message"]
+    assert "column 'bmi' holds an empty cell (null or NaN) in row 1" in refused["empty cell"][1][
+        "message"]
+    assert "no rows: send at least one row of the columns age, sex, bmi" in refused["no rows"][1][
+        "message"]
     assert answered == pytest.approx(estimator.predict(rows), rel=1e-15)   # JSON: exact repr
     rmse = regression_metrics(data.y[test], answered)["rmse"]
     assert rmse == pytest.approx(recorded(root, best, 1)["rmse"], rel=EXACT)
+
+
+def test_the_served_model_refuses_what_it_cannot_answer_in_one_line():
+    """SavedSBFN.predict, as `mlflow models serve` calls it: an MlflowException with
+    INVALID_PARAMETER_VALUE (HTTP 400, its message as the body's) naming what to send; columns
+    are taken by name in any order, extra ones ignored (as MLflow's signature does)."""
+    from mlflow.exceptions import MlflowException
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    pyfunc = SavedSBFN()
+    pyfunc.model = SBFNRegressor(n_members=2, epochs=1, dtype="float32").fit(X[:80], y[:80])
+    rows = X.iloc[:3]
+    expected = pyfunc.model.predict(rows)
+    assert np.array_equal(pyfunc.predict(None, rows[rows.columns[::-1]].assign(extra=1.0)),
+                          expected)
+    cases = {"the model's answer for row [0] is not a finite number: its values lie too far "
+             "outside the training data for the networks (row 0: column ": rows.assign(
+                 **{c: [1e300, 0.0, 0.0] for c in rows}),
+             "column 'bmi' holds an empty cell (null or NaN) in row 2 (1 such cells in all): "
+             "send a finite number in every cell": with_cell(rows, 2, "bmi", np.nan),
+             "column 's1' holds inf in row 0": with_cell(rows, 0, "s1", np.inf),
+             "column 'bp' holds 'x' in row 1, which is no number": rows.astype(object).assign(
+                 bp=[0.0, "x", 0.0]),
+             "no rows: send at least one row of the columns age, sex, bmi": rows.iloc[:0],
+             "missing columns ['bmi']: send every column the model was trained on: age, sex, "
+             "bmi": rows.drop(columns="bmi")}
+    for message, frame in cases.items():
+        with pytest.raises(MlflowException) as refused:
+            pyfunc.predict(None, frame)
+        assert refused.value.error_code == "INVALID_PARAMETER_VALUE"
+        assert message in refused.value.message and "\n" not in refused.value.message
 
 
 # ------------------------------------------------------------------------- refusals

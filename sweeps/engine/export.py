@@ -12,6 +12,7 @@
          combiner and that setting, fitted on the trial's own rows (one fold of run_trial's
          loop, sbfn_dist.interfaces.estimators), seeded as the trial seeded that fold
       -> DIR (sbfn_dist.interfaces.saved) -> an MLflow pyfunc model under the sweep's run
+         (sweeps.engine.serving: the model a server answers with, and its input checks)
 
 Which rows: a split that holds out a test set (published, holdout, the image splits) trains on
 its training part -- split 0 unless --fold names another -- so the export is that split's
@@ -55,6 +56,9 @@ from sbfn_dist.settings.tasks import ITERATIVE, STACKED, TASKS
 from sweeps.engine.environment import values_while
 from sweeps.engine.next_steps import console_script, interpreter
 from sweeps.engine.planning import trial_key
+# pyfunc_model too: models logged before sweeps/engine/serving.py import it from here.
+from sweeps.engine.serving import (ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN,  # noqa: F401
+                                   pyfunc_model)
 from sweeps.engine.store import ResultStore
 from sweeps.engine.trainable import KEPT, copy_directory, kept_dir
 from sweeps.engine.tracking_uri import hide, login, mask
@@ -62,7 +66,6 @@ from sweeps.engine.tracking_uri import hide, login, mask
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where
 # the planned config asked for them: the plan's value is the sweep's shared one, or the default.
 RESOLVED = ("device", "precision", "step_engine", "step_compile")
-ARTIFACT = "sbfn_model"          # the saved directory's name among the MLflow model's artifacts
 EXAMPLE_ROWS = 3                 # rows of the MLflow model's input example
 
 
@@ -400,43 +403,6 @@ def _scores(estimator, X, y, classes) -> dict:
 
 
 # ------------------------------------------------------------------------- MLflow
-class SavedSBFN:
-    """The MLflow pyfunc model: the saved directory, loaded by sbfn_dist (no pickle of the
-    model itself). Tables in as a DataFrame of the training columns; regression answers the
-    predictions, classification the label and each class's probability."""
-
-    def load_context(self, context):
-        # The member factories the export itself named in the model's config (whoever can
-        # change that file can change this model's code too): trusted by name, no others.
-        trusted = (context.model_config or {}).get(TRUSTED, ())
-        self.model = saved.load(context.artifacts[ARTIFACT], trust_factories=trusted)
-
-    def predict(self, context, model_input, params=None):
-        X = model_input if isinstance(model_input, pd.DataFrame) else np.asarray(model_input)
-        if not hasattr(self.model, "classes_"):
-            return self.model.predict(X)
-        probs = self.model.predict_proba(X)
-        labels = self.model.classes_[probs.argmax(1)]
-        return pd.DataFrame({"label": labels, **{f"p_{c}": probs[:, j]
-                                                for j, c in enumerate(self.model.classes_)}})
-
-
-def pyfunc_model():
-    """SavedSBFN as an mlflow.pyfunc.PythonModel (made here: importing this module does not
-    import MLflow)."""
-    import mlflow.pyfunc
-    return type("SBFNPyfunc", (SavedSBFN, mlflow.pyfunc.PythonModel), {"__module__": __name__})
-
-
-# The MLflow model's code (MLflow's "models from code"): a file logged with the model, run when
-# it loads, instead of a pickle of the wrapper -- nothing in the logged model is a pickle.
-MODEL_CODE = """import mlflow
-from sweeps.engine.export import pyfunc_model
-
-mlflow.models.set_model(pyfunc_model()())
-"""
-
-
 @dataclass
 class Logged:
     uri: str                 # models:/<id>
@@ -476,9 +442,6 @@ def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tag
                   input_example=example, pip_requirements=requirements(),
                   model_config={TRUSTED: factories}, code_paths=factory_code(factories) or None)
     return Logged(f"models:/{model.model_id}", tracking_uri, run)
-
-
-TRUSTED = "trust_factories"      # the model config's key: the member factories it may import
 
 
 def factory_code(factories: list) -> list[str]:
