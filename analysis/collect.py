@@ -51,6 +51,24 @@ class SweepInfo:
             return None
         return max(self.n_trials_expected - self.n_trials, 0)
 
+    @property
+    def partial(self) -> str:
+        """What a partial sweep (fewer trials with results than its sweep.json planned: killed,
+        interrupted, failed) lacks, in words; "" for a whole one or an unknown plan. The
+        report's line, and the export's (sweeps/engine/export.py)."""
+        if not self.n_missing:
+            return ""
+        return (f"Partial sweep '{self.name}': {self.n_trials} of {self.n_trials_expected} "
+                f"trials have results; {self.n_missing} are missing (not finished, or never "
+                "started)")
+
+
+def sweep_info(name: str, path: str, table: pd.DataFrame, meta: dict) -> SweepInfo:
+    """What the report (and the export) say about a sweep: its records and its sweep.json."""
+    return SweepInfo(name=name, path=path, n_rows=len(table), n_trials=table["trial_id"].nunique(),
+                     n_trials_expected=meta.get("n_trials_expected"),
+                     status_counts=table["status"].value_counts().to_dict(), meta=meta)
+
 
 @dataclass(frozen=True)
 class Searched:
@@ -257,11 +275,7 @@ def load_sweep(path, relative_to: Path | None = None) -> tuple[pd.DataFrame, Swe
     name = meta.get("name") or _own_name(table) or source.name
     table = normalise(table, name)
     shown = published_location(given, relative_to) if relative_to is not None else given
-    info = SweepInfo(name=name, path=shown, n_rows=len(table),
-                     n_trials=table["trial_id"].nunique(),
-                     n_trials_expected=meta.get("n_trials_expected"),
-                     status_counts=table["status"].value_counts().to_dict(), meta=meta)
-    return table, info
+    return table, sweep_info(name, shown, table, meta)
 
 
 def published_location(given: str, report_dir: Path) -> str:

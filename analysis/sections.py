@@ -37,10 +37,8 @@ def overview_blocks(results) -> list:
                                        tables.sweep_summary(results.sweeps),
                                        notes=tables.NOTES["sweeps"])]
     for s in results.sweeps:
-        if s.n_missing:
-            blocks.append(Text(f"Partial sweep '{s.name}': {s.n_trials} of {s.n_trials_expected} "
-                               f"trials have results; {s.n_missing} are missing (not finished, "
-                               f"or never started). Every statistic below uses only what is present."))
+        if s.partial:
+            blocks.append(Text(f"{s.partial}. Every statistic below uses only what is present."))
         elif s.n_trials_expected is None:
             blocks.append(Text(f"Sweep '{s.name}' has no sweep.json, so the number of trials it "
                                f"should have is unknown; {s.n_trials} trials were found."))

@@ -418,6 +418,26 @@ def test_a_sweep_is_ranked_and_exported_by_its_own_recorded_objective(finished, 
     assert code == 0 and manifest(tmp_path / "m")["source"]["model"] == "sbfn_ls", err
 
 
+def test_the_export_of_a_killed_sweep_says_it_is_partial(finished, tmp_path):
+    """A killed sweep leaves parts and no results.parquet; one configuration never ran. The
+    export says so, by the report's rule (analysis.collect.SweepInfo.partial); it said nothing
+    before issue 32."""
+    sweep, _, root = finished
+    copy = a_copy(root, tmp_path)
+    (copy / "results.parquet").unlink()
+    never = next(k for k in planned(sweep) if k.startswith("ridge"))
+    for part in (copy / "parts").glob(f"{never}-f*.parquet"):
+        part.unlink()
+    code, out, err = export(copy, "--out", tmp_path / "m", "--no-mlflow")
+    assert code == 0, err
+    expected = len(planned(sweep))
+    assert (f"  Partial sweep 'tiny': {expected - 1} of {expected} trials have results; 1 are "
+            "missing (not finished, or never started): the configuration is the best of those "
+            "present; --resume the sweep to finish it") in out
+    code, out, err = export(root, "--out", tmp_path / "whole", "--no-mlflow")
+    assert code == 0 and "Partial" not in out, err
+
+
 def test_without_a_tracking_store_the_export_says_how_to_log_it(finished, tmp_path):
     _, _, root = finished
     copy = a_copy(root, tmp_path)

@@ -53,6 +53,7 @@ from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
 from sbfn_dist.settings.records import COLUMNS
 from sbfn_dist.settings.tasks import ITERATIVE, STACKED, TASKS
+from analysis.collect import sweep_info
 from sweeps.engine.environment import values_while
 from sweeps.engine.next_steps import console_script, interpreter
 from sweeps.engine.planning import trial_key
@@ -502,6 +503,7 @@ class Exported:
     logged: Logged | None
     note: str = ""           # why it was not logged to MLflow
     failed: bool = False     # logging was asked for and failed
+    partial: str = ""        # what the sweep lacks, where it is partial (analysis' rule)
 
 
 def export(finished: Finished, config: dict, model: str, model_params: dict, out,
@@ -519,7 +521,9 @@ def export(finished: Finished, config: dict, model: str, model_params: dict, out
               "how": made.how, "fold": made.fold, "rows": made.what, "n_rows": made.n_rows,
               "scores": made.scores, "recorded_scores": recorded}
     path = saved.save(made.estimator, out, source=source)
-    exported = Exported(path, config["trial_id"], model, model_params, made, recorded, None)
+    exported = Exported(path, config["trial_id"], model, model_params, made, recorded, None,
+                        partial=sweep_info(finished.spec["name"], finished.store.location,
+                                           finished.frame, finished.spec).partial)
     uri = hide(mlflow_uri) or tracking_store(finished)
     if not mlflow:
         return exported
@@ -570,6 +574,9 @@ def report(exported: Exported) -> list[str]:
     setting = " ".join(f"{k}={v}" for k, v in exported.model_params.items())
     lines = [f"exported {exported.trial_id}: {exported.model}{' ' + setting if setting else ''}"
              f", {_how(made)} on {made.what}, {made.n_rows} rows -> {exported.path}"]
+    if exported.partial:
+        lines.append(f"  {exported.partial}: the configuration is the best of those present; "
+                     "--resume the sweep to finish it, then export again")
     if made.scores:
         recorded = exported.recorded
         lines.append("  held-out rows: " + ", ".join(
