@@ -85,6 +85,29 @@ def test_trials_an_interruption_stopped_before_their_first_result_are_not_done()
     assert "configurations 1/2 done, 0 running, 0 pending, 1 stopped early" in line
 
 
+def test_a_rerun_that_asha_stopped_with_every_fold_on_record_is_done_not_stopped_early():
+    """After a --resume Tune reruns a trial whose sample the Optuna study already holds COMPLETE
+    (told after Tune's last save); it reads its folds back and ASHA may stop it at a rung. Its
+    CV is whole in the store: done, as the study and the end table have it (it counted "stopped
+    early": 4 beside the study's 3 PRUNED, issue 32). One with fewer folds recorded is stopped
+    early still."""
+    def asha_stopped(trial_id, recorded):
+        t = trial(trial_id, "TERMINATED", folds_done=2, planned=3)
+        for summary in t.last_result["configs"].values():
+            summary["folds_recorded"] = recorded
+        return t
+    line = progress(configurations=3).line([asha_stopped("M5", 3), asha_stopped("M6", 2),
+                                            trial("M9", "TERMINATED", folds_done=3, planned=3)])
+    assert "configurations 2/3 done, 0 running, 0 pending, 1 stopped early, 0 failed" in line
+    assert "best sbfn_ls rmse 0.5 (n_members=9)" in line    # a mean over 3 folds, not 2
+
+
+def test_the_trainable_reports_the_folds_on_record():
+    records = {"M5_key": [record("sbfn_ls", 0.5, k) for k in range(2)]}
+    summary = summarise_pack(records, "sbfn_ls", {"M5_key": {0, 1, 2}})["configs"]["M5_key"]
+    assert (summary["folds_done"], summary["folds_recorded"]) == (2, 3)
+
+
 def test_no_time_left_is_estimated_before_a_configuration_has_finished_here():
     # The first folds carry the workers' start: a 36 s sweep once said "~14 min left".
     read_back = [{"folds_done": k, "fold_computed": False} for k in (1, 2, 3)]

@@ -246,16 +246,21 @@ def _complete(trial, size: int) -> int:
     result = trial.last_result or {}
     if "folds_planned" not in result:
         return size if _finished_before(trial) else 0
-    return sum(_whole(trial, s) for s in _summaries(trial).values())
+    return sum(_whole(trial, s, on_record=True) for s in _summaries(trial).values())
 
 
-def _whole(trial, summary: dict) -> bool:
+def _whole(trial, summary: dict, on_record: bool = False) -> bool:
     """Whether a configuration's summary (of the trial's last result) covers every fold it
-    planned; an older sweep's run did not report them: its finished trials are whole."""
+    planned; an older sweep's run did not report them: its finished trials are whole.
+    on_record: or whether the store holds every fold of it -- a trial rerun after a --resume
+    reads its folds back, and ASHA may stop it at a rung though its CV is whole (its Optuna
+    sample told COMPLETE before the kill: "4 stopped early" beside 3 PRUNED, issue 32); its
+    running mean covers fewer folds, so the best so far still waits for one that does."""
     result = trial.last_result or {}
     if "folds_planned" not in result:
         return _finished_before(trial)
-    return summary.get("folds_done") == result["folds_planned"]
+    recorded = summary.get("folds_recorded", 0) if on_record else 0
+    return max(summary.get("folds_done", 0), recorded) == result["folds_planned"]
 
 
 def _finished_before(trial) -> bool:

@@ -69,17 +69,22 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     records = {c["trial_id"]: [] for c in configs}
     failed: dict = {}                           # trial key -> the exception it raised
     folds = folds_of(configs[0])                # a pack's configurations share their folds
+    # The folds each configuration has in the store: a trial rerun after a --resume reads them
+    # back, and ASHA may stop it at a rung though its CV is whole (the progress line counts it).
+    on_record = {c["trial_id"]: {k for k in folds if store.has_part(c["trial_id"], k)}
+                 for c in configs}
     for fold in folds:
         parts, computed = _fold_parts(store, configs, fold, failed, keep)
         if not parts:
             break                               # every configuration failed: nothing to report
         for key, part in parts.items():
             records[key] += part
+            on_record[key].add(fold)
         done.add(fold)
         # fold_computed tells the progress line which folds cost time (read-backs do not).
         # fold: the fold just done (MLflow logs its own scores at that step).
-        _report({**summarise_pack(records, objective), "fold": fold, "folds_planned": len(folds),
-                 "fold_computed": computed}, done)
+        _report({**summarise_pack(records, objective, on_record), "fold": fold,
+                 "folds_planned": len(folds), "fold_computed": computed}, done)
     if failed:
         raise _failure(failed)
 
@@ -208,11 +213,14 @@ def error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[-1][:500]}"
 
 
-def summarise_pack(records: dict, objective: str) -> dict:
+def summarise_pack(records: dict, objective: str, on_record: dict | None = None) -> dict:
     """The pack's result: each configuration's running summary (under "configs", by key; one
-    that failed has none), the folds done by all of them together, and the best objective among
+    that failed has none; with `on_record`, key -> the folds it has in the store, their count as
+    its "folds_recorded"), the folds done by all of them together, and the best objective among
     them (Tune's metric). trial_keys: every configuration of the pack, in its order."""
     per = {key: summarise(recs, objective) for key, recs in records.items() if recs}
+    for key in per.keys() & (on_record or {}).keys():
+        per[key]["folds_recorded"] = len(on_record[key])
     task = TASKS[next(recs for recs in records.values() if recs)[0]["task"]]
     scored = [k for k, s in per.items() if s["objective"] == s["objective"]]   # not NaN
     # The sweep's objective model where a configuration has it (not an M = 1 reference's mean)
