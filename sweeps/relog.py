@@ -26,7 +26,9 @@ def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
     """Apply the saved operations; stop at the first that fails (the store went away again)
     and keep it and the rest. Returns how many are still unlogged."""
     out = out or sys.stdout
-    ledger = Ledger(ResultStore(results))
+    store = ResultStore(results)
+    store.require_spec()            # a mistyped path is no sweep with nothing to log
+    ledger = Ledger(store)
     saved = ledger.read()
     if not saved.get("ops"):
         print(f"nothing to log: {ledger.path} lists no operation", file=out)

@@ -24,6 +24,7 @@ from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
 from sweeps.engine.image_commands import main_for
 from sweeps.regression import main as regression
+from sweeps.relog import main as relog_command
 
 RNG = np.random.default_rng(0)
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
@@ -142,6 +143,8 @@ COMMANDS = [
      ["is a directory"]),
     ("cleanup of a sweep that does not exist", cleanup.main, ["--name", "nosuch", "--storage",
      "{tmp}"], ["there is no sweep at", "nosuch"]),
+    ("relog of a folder that holds no sweep (it said 'nothing to log', exit 0)", relog_command,
+     ["{tmp}/nosuch"], ["nosuch holds no sweep (no sweep.json)", "<storage>/<name>"]),
     # plug-ins by import path (modules written by the `plugin_modules` fixture)
     ("plug-in that is not an estimator", regression, [*REG, "--set",
      "plugin_members=sbfn_test_plugins.NotAnEstimator"],

@@ -85,10 +85,7 @@ class Finished:
 
 def read_sweep(results: str) -> Finished:
     store = ResultStore(results)
-    spec = store.read_spec()
-    if spec is None:
-        raise ExportError(f"{store.root} holds no sweep (no sweep.json): pass a sweep's results "
-                          "directory, <storage>/<name> (e.g. results/demo-...)")
+    spec = store.require_spec()
     frame = store.read_records()
     if not len(frame):
         raise ExportError(f"the sweep at {store.root} has no records yet: let it finish a fold "

@@ -141,6 +141,16 @@ class ResultStore:
     def read_spec(self) -> dict | None:
         return self.read_json(SPEC_FILE)
 
+    def require_spec(self) -> dict:
+        """sweep.json, or StorageError where the directory holds no sweep (a mistyped path, a
+        sweep's parent folder): the commands that read a finished sweep say so, not "nothing
+        to do"."""
+        spec = self.read_spec()
+        if spec is None:
+            raise StorageError(f"{self.root} holds no sweep (no {SPEC_FILE}): pass a sweep's "
+                               "results directory, <storage>/<name> (e.g. results/demo-...)")
+        return spec
+
     def read_json(self, relative: str):
         """<root>/<relative> parsed, or None when there is no such file."""
         path = f"{self.root}/{relative}"
