@@ -92,6 +92,10 @@ COMMANDS = [
                                                        "folds <= 2"]),
     ("a class of one row", classification, ["--dataset", "{csv:one_row_class}", "--set",
      "target=kind", *SWEEP], ["a class has only 1 row", "(class 'u')", "drop its row"]),
+    ("a continuous target swept as classes (told to drop a row before)", classification,
+     ["--dataset", "{csv:ok}", "--set", "target=y", *SWEEP],
+     ["target 'y' of data set 'csv:", "looks continuous (60 distinct values in 60 rows",
+      "regress it (python -m sweeps.regression"]),
     ("no room for the validation part", classification, ["--dataset", "iris", "--folds", "2",
      "--set", "n_samples=12", *SWEEP], ["val_fraction=0.2 cannot hold out", "6 rows"]),
     ("plugin_folds above a training part's rows", regression, ["--dataset", "diabetes", "--grid",
@@ -342,6 +346,8 @@ TRIAL_CASES = [
     ("n_samples below 10", {"dataset": "diabetes", "n_samples": 5}, "'n_samples' = 5"),
     ("unknown data set", {"dataset": "nosuch"}, "diabetes"),
     ("task the data cannot take", {"dataset": "iris", "task": "regression"}, "'task'"),
+    ("continuous target as classes", {"dataset": "{csv:ok}", "target": "y",
+                                      "task": "classification"}, "looks continuous"),
 ]
 
 
