@@ -314,7 +314,7 @@ def test_the_logged_model_is_served_with_the_estimator_s_and_the_record_s_answer
     for case, (status, answer) in refused.items():
         assert status == 400 and answer["error_code"] == "INVALID_PARAMETER_VALUE", (case, answer)
         assert "stack_trace" not in answer and "Traceback" not in answer["message"], case
-    assert "the model's answer for row [0, 1] is not a finite number" in refused["overflow"][1][
+    assert "the model's answer for rows [0, 1] is not a finite number" in refused["overflow"][1][
         "message"]
     assert "column 'bmi' holds an empty cell (null or NaN) in row 1" in refused["empty cell"][1][
         "message"]
