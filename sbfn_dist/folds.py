@@ -12,7 +12,6 @@ The fold loop that trains on them is sbfn_dist.experiment.
 
 from sbfn_dist.data import checks
 from sbfn_dist.data import splits as tabular_splits
-from sbfn_dist.errors import DataError
 from sbfn_dist.learners.configs import PACK_SHARED, mlp_settings
 from sbfn_dist.runtime import fold_seed, resolve_device
 from sbfn_dist.settings.config import TrialConfig
@@ -74,29 +73,9 @@ def load_data(cfg: TrialConfig):
         from sbfn_dist.data.images import load_images
         return load_images(cfg.dataset, cfg.get("data_dir"), cfg.get("image_size"))
     from sbfn_dist.data.tabular import load_tabular
-    data = load_tabular(cfg.dataset, data_dir=cfg.get("data_dir"), target=cfg.get("target"),
+    return load_tabular(cfg.dataset, data_dir=cfg.get("data_dir"), target=cfg.get("target"),
                         include_random_vars=cfg.get("include_random_vars", False),
                         n_samples=cfg.n_samples, seed=cfg.seed, task=cfg.task)
-    if data.classes is not None:
-        require_class_labels(data)
-    return data
-
-
-def require_class_labels(data) -> None:
-    """A classification target holds labels, not measurements: labels that are all numbers and
-    not all whole look continuous (scikit-learn's rule, type_of_target), and each value would
-    be a class of a row or two (refused as "a class has only 1 row ...: drop its row")."""
-    try:
-        values = sorted({float(c) for c in data.classes})
-    except ValueError:
-        return                                  # text labels
-    if all(v.is_integer() for v in values):
-        return
-    shown = ", ".join(f"{v:g}" for v in values[:3])
-    raise DataError(f"target '{data.target_name}' of data set '{data.name}' looks continuous "
-                    f"({len(values)} distinct values in {data.n_rows} rows, e.g. {shown}): "
-                    "classification needs class labels; regress it (python -m "
-                    "sweeps.regression, task='regression'), or bin it into classes first")
 
 
 def make_parts(cfg: TrialConfig, data) -> list:

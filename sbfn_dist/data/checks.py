@@ -1,7 +1,7 @@
 """What data must hold before anything trains on it: one function per fact.
 
     load_tabular              every table: a usable feature, a finite target that varies, or
-                              two classes (check_table)
+                              two classes of labels, not measurements (check_table)
     image_files               your images (npz:, folder:): two classes, one image shape,
                               finite pixels (check_images)
     images.holdout_splits     every class has an image for each part of a split
@@ -115,12 +115,30 @@ def check_images(data, more_classes: str):
     return data
 
 
+def require_class_labels(classes, target: str, n_rows: int) -> None:
+    """A classification target holds labels, not measurements: labels that are all numbers and
+    not all whole look continuous (scikit-learn's rule, type_of_target), and each value would
+    be a class of a row or two (refused as "a class has only 1 row ...: drop its row")."""
+    try:
+        values = sorted({float(c) for c in classes})
+    except ValueError:
+        return                                  # text labels
+    if all(v.is_integer() for v in values):
+        return
+    shown = ", ".join(f"{v:g}" for v in values[:3])
+    raise DataError(f"{target} looks continuous ({len(values)} distinct values in {n_rows} "
+                    f"rows, e.g. {shown}): classification needs class labels; regress it "
+                    "(python -m sweeps.regression, task='regression'), or bin it into classes "
+                    "first")
+
+
 def check_table(data):
     """`data` (a TabularData) if it has a usable feature and a target to learn, else DataError."""
     where = f"data set '{data.name}'"
     require_features(data.X, data.feature_names, where)
     target = f"target '{data.target_name}' of {where}"
     if data.classes is not None:
+        require_class_labels(data.classes, target, len(data.y))
         present = [data.classes[c] for c in np.unique(data.y)]
         require_classes(present, target, "pick another target column, or more rows (n_samples)")
         return data
