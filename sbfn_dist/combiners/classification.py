@@ -14,7 +14,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from sbfn_dist.errors import ConfigError
-from sbfn_dist.settings.fields import CENTRE_INITS, HEAD_OPTIMIZERS, ROW_NORMS, defaults
+from sbfn_dist.settings.fields import (CENTRE_INITS, CENTRE_STEPS, HEAD_OPTIMIZERS, ROW_NORMS,
+                                       defaults)
 
 PROB_FLOOR = 1e-12
 _D = defaults("classification", "image")     # the heads' defaults: sbfn_dist.settings.fields
@@ -68,8 +69,12 @@ class TrainableHead(nn.Module):
         opt = self._optimizer()
         opt.zero_grad(set_to_none=False)    # gradients stay where a captured graph wrote them
         loss.backward()
-        opt.step()
+        self.update(opt)
         return loss.detach()
+
+    def update(self, opt) -> None:
+        """One step's parameter update, after the gradients: the optimizer's step."""
+        opt.step()
 
     def fit(self, P: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int,
             seed: int) -> "TrainableHead":
@@ -105,17 +110,26 @@ class SBFNClassifierHead(TrainableHead):
     normalised by LayerNorm by default (the paper's example; "sum" gives the K features too
     little contrast for Algorithm 2's SGD step to move alpha, docs/method.md); "sum" is computed
     as a softmax of the exponents (identical for a shared gamma, no all-zero rows).
+
+    centre_step "bounded" caps each centre's move in one step at one RBF width gamma (the
+    direction is Algorithm 2's); "plain" is Algorithm 2's C <- C - eta_alpha grad_C. Through
+    LayerNorm, whose Jacobian grows as 1/std when a row's K features are nearly equal, and the
+    1/gamma^2 of the Gaussian, one plain step can throw a centre out of the region of D, after
+    which the head's output is the same for every row (docs/method.md, "A head that learned
+    nothing").
     """
 
     def __init__(self, n_members: int, n_classes: int, n_units: int,
                  temperature: float = _D["temperature"], lr: float = _D["lr_alpha"],
                  row_norm: str = _D["row_norm"], seed: int = 0,
                  optimizer: str = _D["head_optimizer"], reseed: bool = True,
-                 centre_init: str = _D["centre_init"]):
+                 centre_init: str = _D["centre_init"], centre_step: str = _D["centre_step"]):
         super().__init__(lr, optimizer)
         if centre_init not in CENTRE_INITS:
             raise ConfigError("centre_init", centre_init, f"one of {CENTRE_INITS}")
-        self.reseed, self.centre_init = reseed, centre_init
+        if centre_step not in CENTRE_STEPS:
+            raise ConfigError("centre_step", centre_step, f"one of {CENTRE_STEPS}")
+        self.reseed, self.centre_init, self.centre_step = reseed, centre_init, centre_step
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         if row_norm not in ROW_NORMS:
@@ -130,6 +144,8 @@ class SBFNClassifierHead(TrainableHead):
         # This epoch's summed squared distance to the nearest centre and its row count: on the
         # device, so that a step never waits for it (read once per epoch, in epoch_start).
         self.register_buffer("_r2", torch.zeros(2, dtype=torch.float64), persistent=False)
+        # The centres before a step, for the bounded step (in place: a CUDA graph may replay it).
+        self.register_buffer("_centres_before", torch.zeros(n_units, dim), persistent=False)
         self._ready = False      # mirrors `initialised` on the host: no device read per step
         self.norm = nn.LayerNorm(n_units) if row_norm == "layernorm" else None
 
@@ -196,6 +212,18 @@ class SBFNClassifierHead(TrainableHead):
     def predict_proba(self, P: torch.Tensor) -> torch.Tensor:
         _check_probs(P)
         return torch.softmax(self.features(P) @ self.alpha / self.temperature, dim=1)
+
+    def update(self, opt) -> None:
+        """Algorithm 2's step of alpha and C, each centre's move capped at gamma if bounded."""
+        if self.centre_step == "plain":
+            return opt.step()
+        with torch.no_grad():
+            self._centres_before.copy_(self.centres)
+        opt.step()
+        with torch.no_grad():
+            moved = self.centres - self._centres_before
+            widths = (moved.norm(dim=1) / self.gamma).clamp_min(1.0)
+            self.centres.copy_(self._centres_before + moved / widths[:, None])
 
 
 @torch.no_grad()

@@ -411,7 +411,8 @@ def make_head(name: str, setting, n_classes: int, seed: int, device,
     if name.startswith("sbfn"):
         head = SBFNClassifierHead(m, n_classes, setting("sbfn_units_per_member") * m,
                                   setting("temperature"), setting("lr_alpha"), setting("row_norm"),
-                                  seed, setting("head_optimizer"), centre_init=setting("centre_init"))
+                                  seed, setting("head_optimizer"), centre_init=setting("centre_init"),
+                                  centre_step=setting("centre_step"))
     else:
         head = MoEGateHead(m, n_classes, lr=setting("lr_alpha"), optimizer=setting("head_optimizer"))
     return head.to(device)

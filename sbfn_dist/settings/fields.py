@@ -52,6 +52,7 @@ BASES = ("member", "kmeans")
 G3_BASES = ("exp", "quadratic")
 ROW_NORMS = ("layernorm", "sum", "none")
 CENTRE_INITS = ("kmeans++", "random")
+CENTRE_STEPS = ("bounded", "plain")
 HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
 PLUGIN_TUNINGS = ("default", "inner_cv")
@@ -523,6 +524,10 @@ FIELDS = [
           "the s-BFN classification heads (sbfn, sbfn_stacked)"),
     Field("centre_init", OneOf(CENTRE_INITS), "kmeans++", lambda ctx: ctx.uses(*SBFN_HEADS),
           "the s-BFN classification heads (sbfn, sbfn_stacked)"),
+    Field("centre_step", OneOf(CENTRE_STEPS), "bounded", lambda ctx: ctx.uses(*SBFN_HEADS),
+          "the s-BFN classification heads (sbfn, sbfn_stacked)",
+          doc="bounded: a centre moves at most one RBF width gamma per step; plain: Algorithm "
+              "2's step, unbounded"),
     Field("head_optimizer", OneOf(HEAD_OPTIMIZERS), "sgd", lambda ctx: ctx.uses(*LEARNED_HEADS),
           "the learned heads (sbfn, moe and their stacked forms)"),
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
