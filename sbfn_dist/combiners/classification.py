@@ -32,14 +32,21 @@ class TrainableHead(nn.Module):
     optimizer "sgd" is Algorithm 2's plain update alpha <- alpha - eta_alpha * grad; "adam" is
     offered because on-the-fly SGD learns very slowly while the members are still near-uniform
     (docs/method.md).
+
+    A head that learned nothing can be told to give the constant guess instead (`guess`): from
+    then on it predicts a class prior for every row (docs/method.md, "A head that learned
+    nothing"); that state is part of its state_dict, so a saved head predicts as it did.
     """
 
-    def __init__(self, lr: float, optimizer: str = _D["head_optimizer"]):
+    def __init__(self, lr: float, optimizer: str, n_classes: int):
         super().__init__()
         if optimizer not in HEAD_OPTIMIZERS:
             raise ConfigError("head_optimizer", optimizer, f"one of {HEAD_OPTIMIZERS}")
         self.lr, self.optimizer = lr, optimizer
         self._opt = None
+        self.register_buffer("prior", torch.full((n_classes,), 1.0 / n_classes))
+        self.register_buffer("guessing", torch.tensor(False))
+        self._guessing = False    # mirrors `guessing` on the host: no device read per prediction
 
     def _optimizer(self):
         if self._opt is None:
@@ -93,7 +100,24 @@ class TrainableHead(nn.Module):
 
     @torch.no_grad()
     def predict_proba_eval(self, P: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+        if self._guessing:
+            _check_probs(P)
+            return self.prior.expand(len(P), -1).clone()
         return torch.cat([self.predict_proba(P[s:s + chunk]) for s in range(0, len(P), chunk)])
+
+    @torch.no_grad()
+    def guess(self, prior: torch.Tensor) -> None:
+        """From now on predict `prior` (C,) for every row: the constant guess."""
+        self.prior.copy_(prior)
+        self.guessing.fill_(True)
+        self._guessing = True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A head saved before the constant guess existed has no prior: it predicts as trained.
+        for name in ("prior", "guessing"):
+            state_dict.setdefault(prefix + name, getattr(self, name))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._guessing = bool(self.guessing)
 
 
 class SBFNClassifierHead(TrainableHead):
@@ -124,7 +148,7 @@ class SBFNClassifierHead(TrainableHead):
                  row_norm: str = _D["row_norm"], seed: int = 0,
                  optimizer: str = _D["head_optimizer"], reseed: bool = True,
                  centre_init: str = _D["centre_init"], centre_step: str = _D["centre_step"]):
-        super().__init__(lr, optimizer)
+        super().__init__(lr, optimizer, n_classes)
         if centre_init not in CENTRE_INITS:
             raise ConfigError("centre_init", centre_init, f"one of {CENTRE_INITS}")
         if centre_step not in CENTRE_STEPS:
@@ -247,7 +271,7 @@ class MoEGateHead(TrainableHead):
 
     def __init__(self, n_members: int, n_classes: int, temperature: float = 1.0,
                  lr: float = _D["lr_alpha"], optimizer: str = _D["head_optimizer"]):
-        super().__init__(lr, optimizer)
+        super().__init__(lr, optimizer, n_classes)
         if temperature <= 0 or not math.isfinite(temperature):
             raise ConfigError("temperature", temperature, "a number T > 0")
         self.temperature = temperature
@@ -260,6 +284,21 @@ class MoEGateHead(TrainableHead):
         _check_probs(P)
         g = torch.softmax(self.gate(P.reshape(len(P), -1)) / self.temperature, dim=1)
         return (g.unsqueeze(-1) * P).sum(1)
+
+
+def beats_constant_guess(probs: torch.Tensor, y) -> bool:
+    """Whether class probabilities `probs` (N, C) are right on more of the rows labelled `y` than
+    the constant guess, their majority class, is: integer counts, compared exactly. A row's
+    decision is its first most probable class, as in the scores."""
+    y = torch.as_tensor(y, device=probs.device)
+    right = int((probs.argmax(1) == y).sum())
+    return right > int(torch.bincount(y, minlength=probs.shape[1]).max())
+
+
+def class_prior(y, n_classes: int) -> torch.Tensor:
+    """The class frequencies of labels `y`: the constant guess's probabilities."""
+    counts = torch.bincount(torch.as_tensor(y).cpu(), minlength=n_classes).double()
+    return counts / counts.sum()
 
 
 def logit_average(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

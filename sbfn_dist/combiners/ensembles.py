@@ -15,7 +15,10 @@ Classification (cross-entropy): D (N, M, C) member probabilities, plus the plug-
 out-of-fold class probabilities; the on-the-fly heads step on every member batch (Algorithm 2),
 the stacked heads, stack_logistic and the tuned temperature fit on the validation part, the
 fixed rules need no fit. Each combiner reads the hypotheses it was fitted on: the stacked heads
-and stack_logistic all of D, the others the M members (`n_hypotheses`).
+and stack_logistic all of D, the others the M members (`n_hypotheses`). Then each is judged
+against the constant guess on the rows it was fitted on (`verdict`: the record's
+`uninformative`), and a learned head that does not beat it gives the constant guess instead
+(`head_fallback`).
 
 An ensemble's plug-ins are its config's (plugin_members), or the ones it is given (PluginSet:
 the stacking estimators' own models). With n_members = 0 (those estimators' default) nothing
@@ -35,7 +38,8 @@ import torch
 
 from sbfn_dist.combiners import OnlineSBFN, fit_lambda_path
 from sbfn_dist.combiners.online import fit_online_streams
-from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, logit_average,
+from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, TrainableHead,
+                                                beats_constant_guess, class_prior, logit_average,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.plugins import PluginSet, fit_columns, trial_plugins
@@ -187,6 +191,10 @@ class RegressionEnsemble:
     def extra_seconds(self) -> float:
         return self.plug.fit_seconds
 
+    def verdict(self, name: str) -> dict:
+        """Record columns judging a combiner's output: none for regression."""
+        return {}
+
     def n_coef(self, model) -> int:
         coef = getattr(model, "coef_", None)
         return 0 if coef is None else int(np.size(coef)) + int(getattr(model, "intercept", False))
@@ -207,6 +215,7 @@ class ClassificationEnsemble:
         self.plugins = (trial_plugins(cfg, fold.seed, "classification") if plugins is None
                         else plugins)
         self.plug = None             # PluginColumns, set by adopt where there are plug-ins
+        self.uninformative = {}      # combiner -> it did not beat the constant guess (set by fit)
 
     def settings(self) -> list:
         return [(n, {}) for n in self.cfg.combiners]
@@ -250,20 +259,54 @@ class ClassificationEnsemble:
         fitted = [(n, {}, self.heads.get(n, n), 0.0) for n in self.cfg.combiners
                   if n not in STACKED]
         stacked = [n for n in self.cfg.combiners if n in STACKED]
-        if not stacked:
-            return fitted
-        val_logits = members.scores(self.fold.x_val)
-        d_val = joined(torch.softmax(val_logits, 2).float(), self._plugin_probs("val"))
-        y_val = self.fold.y_val_tensor
+        val = None
+        if stacked:
+            val_logits = members.scores(self.fold.x_val)
+            d_val = joined(torch.softmax(val_logits, 2).float(), self._plugin_probs("val"))
+            val = (val_logits, d_val, self.fold.y_val_tensor)
         for name in stacked:
             start = time.perf_counter()
             if name == "logit_mean_tuned":
-                model = tune_temperature(val_logits, y_val)
+                model = tune_temperature(val_logits, val[2])
             else:
-                model = self._stack(name, d_val, y_val)
+                model = self._stack(name, d_val, val[2])
             fitted.append((name, {}, model, time.perf_counter() - start))
         order = {n: i for i, n in enumerate(self.cfg.combiners)}
-        return sorted(fitted, key=lambda f: order[f[0]])
+        return self._judged(members, sorted(fitted, key=lambda f: order[f[0]]), val)
+
+    def _judged(self, members, fitted: list, val) -> list:
+        """`fitted`, each combiner judged against the constant guess on the rows it was fitted
+        on: the stacked ones on the held-out part, the others on the training part as the
+        trained members see it. One that is right on no more of them than their majority class
+        is uninformative; a learned head that is predicts their class prior from now on
+        (head_fallback "prior"; docs/method.md). The judging time is split evenly among them."""
+        start, train = time.perf_counter(), None
+        for name, _, model, _ in fitted:
+            if name == "base_avg":
+                continue                         # the members' own probabilities, not combined
+            if name not in STACKED:
+                train = train or self._training_part(members)
+            logits, d, y = val if name in STACKED else train
+            probs = combine(model, logits, d[:, :getattr(model, "n_hypotheses",
+                                                        self.cfg.n_members)])
+            if not torch.isfinite(probs).all():
+                continue                         # diverged: a status of its own
+            self.uninformative[name] = not beats_constant_guess(probs, y)
+            if (self.uninformative[name] and isinstance(model, TrainableHead)
+                    and self.cfg.get("head_fallback") == "prior"):
+                model.guess(class_prior(y, self.n_outputs))
+        each = (time.perf_counter() - start) / max(len(fitted), 1)
+        return [(name, params, model, seconds + each) for name, params, model, seconds in fitted]
+
+    def _training_part(self, members):
+        """(member logits, D, class codes) of the training part, with the trained members."""
+        logits, d = class_hypotheses(members, self.fold.x_train)
+        return logits, d, torch.as_tensor(self.fold.y_train, device=d.device)
+
+    def verdict(self, name: str) -> dict:
+        """The record's `uninformative` of a combiner: whether it failed to beat the constant
+        guess on the rows it was fitted on (absent where it was not judged: base_avg)."""
+        return {"uninformative": self.uninformative[name]} if name in self.uninformative else {}
 
     def _stack(self, name: str, d_val, y_val):
         """A combiner fitted on the held-out part's D (members' and plug-ins' probabilities)."""

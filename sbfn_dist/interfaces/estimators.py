@@ -62,8 +62,8 @@ MODALITIES = {"regression": ("tabular",), "classification": ("tabular", "image")
 DIVERGED_RMS = 1e6     # combiner output RMS, in target stds, taken as divergence
 # Trial fields the fold loop reads that no estimator parameter sets: the estimator runs no
 # plug-in members, G1/G2/G3 replay the members' own training stream, and the s-BFN head takes
-# its bounded centre step (docs/method.md).
-LOOP_ONLY = ("online_regime", "plugin_members", "centre_step")
+# its bounded centre step and its constant-guess fallback (docs/method.md).
+LOOP_ONLY = ("online_regime", "plugin_members", "centre_step", "head_fallback")
 
 
 def estimator_defaults(task: str) -> dict:

@@ -53,6 +53,7 @@ G3_BASES = ("exp", "quadratic")
 ROW_NORMS = ("layernorm", "sum", "none")
 CENTRE_INITS = ("kmeans++", "random")
 CENTRE_STEPS = ("bounded", "plain")
+HEAD_FALLBACKS = ("prior", "none")
 HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
 PLUGIN_TUNINGS = ("default", "inner_cv")
@@ -530,6 +531,10 @@ FIELDS = [
               "2's step, unbounded"),
     Field("head_optimizer", OneOf(HEAD_OPTIMIZERS), "sgd", lambda ctx: ctx.uses(*LEARNED_HEADS),
           "the learned heads (sbfn, moe and their stacked forms)"),
+    Field("head_fallback", OneOf(HEAD_FALLBACKS), "prior", lambda ctx: ctx.uses(*LEARNED_HEADS),
+          "the learned heads (sbfn, moe and their stacked forms)",
+          doc="prior: a head right on no more of the rows it was fitted on than their majority "
+              "class predicts their class prior (the constant guess); none: its own output"),
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
           lambda ctx: ctx.uses("sbfn_stacked", "moe_stacked"), "the stacked heads"),
     # --- the validation part that stacked combiners fit on

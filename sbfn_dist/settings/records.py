@@ -74,6 +74,8 @@ def _columns() -> dict:
         Column("n_test", "data", "rows every model is scored on"),
         Column("status", "status", "ok, diverged or failed"),
         Column("error", "status", "why the status is not ok"),
+        Column("uninformative", "status", "classification combiners: right on no more of the "
+               "rows it was fitted on than the constant guess (docs/method.md)"),
         Column("members_train_seconds", "timing", "training the M members once (in a pack: "
                "its time times this set's share of the packed members)"),
         Column("packed_members", "size", "members trained together in one stack (its own M "
