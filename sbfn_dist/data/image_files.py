@@ -36,7 +36,7 @@ import zipfile
 import numpy as np
 
 from sbfn_dist.data import checks
-from sbfn_dist.data.images import ImageData, brief, frozen
+from sbfn_dist.data.image_data import ImageData, brief, frozen
 from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import DataError
 from sbfn_dist.settings import catalog

@@ -33,6 +33,8 @@ import torch
 
 from sbfn_dist.settings import catalog
 from sbfn_dist.data.checks import require_images_per_class
+from sbfn_dist.data.image_data import ImageData, brief, frozen
+from sbfn_dist.data.image_files import load_user_images
 from sbfn_dist.data.sources import (DOWNLOAD_TIMEOUT_S, _explicit_dir, cache_dir, find_optional_file,
                                     resolve_data_file)
 from sbfn_dist.errors import ConfigError, DataError
@@ -73,17 +75,6 @@ SPECS = {
 
 
 @dataclass(frozen=True)
-class ImageData:
-    name: str                # a catalog name, or npz:PATH / folder:PATH (absolute)
-    x: np.ndarray            # uint8 (N, C, H, W), read-only: official train then official test images
-                             # (your float images: float32)
-    y: np.ndarray            # int64 (N,), read-only
-    classes: tuple           # the label of each code: names (str), or your npz's integers
-    n_official_train: int    # the first rows are the official training set
-    notes: str = ""
-
-
-@dataclass(frozen=True)
 class ImageSplit:
     train: np.ndarray   # sorted row indices that train the members (and the on-the-fly s-BFN, Algorithm 2)
     val: np.ndarray     # held-out rows for stacking combiners and temperature tuning (may be empty)
@@ -104,7 +95,6 @@ def load_images(name: str, data_dir: str | None = None,
     """The pooled images of ``name`` (see IMAGE_DATASETS, or npz:PATH / folder:PATH, whose
     images ``image_size`` resizes); cached per process and source file."""
     if catalog.prefix_of(name):
-        from sbfn_dist.data.image_files import load_user_images   # it imports ImageData from here
         return load_user_images(catalog.absolute(name), image_size)
     spec = _spec(name)
     if spec.npz is None:
@@ -198,13 +188,6 @@ def _as_nchw(raw: np.ndarray, spec: _Spec, n: int, source: str) -> np.ndarray:
                     f"({n}, {h}, {w}{'' if c == 1 else f', {c}'}): it is not the original data; replace it")
 
 
-def frozen(data: ImageData) -> ImageData:
-    # The arrays are cached and shared by every caller in the process, so nobody may edit them.
-    data.x.flags.writeable = False
-    data.y.flags.writeable = False
-    return data
-
-
 def _download(name: str, spec: _Spec, roots: list[pathlib.Path]) -> ImageData:
     """torchvision download into the cache dir; a DataError naming both fixes when that fails."""
     import torchvision.datasets
@@ -249,11 +232,6 @@ def _socket_timeout(seconds: float):
         yield
     finally:
         socket.setdefaulttimeout(old)
-
-
-def brief(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:300]}"
 
 
 # ---------------------------------------------------------------- repeated stratified holdout
