@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 
 RESULTS_FILE = "results.parquet"
-PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/engine/store.py)
+PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/engine/common/store.py)
 MERGED_KEY = b"sbfn.merged_parts"  # results.parquet's metadata: the names of the parts it merged
 SWEEP_FILE = "sweep.json"
 # column -> what writes it, for the error message when it is missing

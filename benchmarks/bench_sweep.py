@@ -17,8 +17,9 @@ import time
 from benchmarks.common import cli, machine, median, table
 from sbfn_dist.experiment import run_trial
 from sweeps.regression import build
-from sweeps.engine.runner import plan, run_sweep
-from sweeps.engine.spaces import smoke
+from sweeps.engine.plan.planning import plan
+from sweeps.engine.runner import run_sweep
+from sweeps.engine.plan.grids import smoke
 from sweeps.engine.trainable import folds_of
 
 TARGET_RATIO = 1.3

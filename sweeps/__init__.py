@@ -6,12 +6,12 @@ and the Python API (api.py); sweeps/engine/ holds everything they call (docs/des
     result = Sweep.from_yaml("my-sweep.yaml").run()    # .frame, .result_grid, .path
 
 Importing the package changes no global state (environment, logging, warnings) and imports
-neither torch nor Ray: a sweep sets Ray's environment when it runs (sweeps/engine/environment.py),
+neither torch nor Ray: a sweep sets Ray's environment when it runs (sweeps/engine/common/environment.py),
 and the API's names load on first use.
 """
 
 _EXPORTS = {"Sweep": "sweeps.api", "SweepResult": "sweeps.api",
-            "SweepFileError": "sweeps.engine.sweepfile"}
+            "SweepFileError": "sweeps.engine.plan.sweepfile"}
 __all__ = list(_EXPORTS)
 
 

@@ -17,10 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
-from sweeps.engine import sweepfile
+from sweeps.engine.plan.grid_files import grid_file
+from sweeps.engine.plan.sweep_keys import load
 from sweeps.api import Sweep
 from sweeps.engine.commands import run
-from sweeps.engine.options import BY_NAME, add_flags, given, into_definition
+from sweeps.engine.plan.options import BY_NAME, add_flags, given, into_definition
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,9 +43,9 @@ def build(argv):
     args = parser().parse_args(argv)
     flags = given(args)
     shipped = not Path(args.file).exists() and Path(args.file).suffix not in (".yaml", ".yml")
-    path = sweepfile.grid_file(args.file) if shipped else args.file
+    path = grid_file(args.file) if shipped else args.file
     in_file = {k: v for k, v in flags.items() if BY_NAME[k].file_key}
-    sweep = Sweep.from_dict(into_definition(sweepfile.load(path), in_file), source=str(path),
+    sweep = Sweep.from_dict(into_definition(load(path), in_file), source=str(path),
                             label=Path(path).stem)
     # The sweep is made smoke already (its name says so): the runner must not shrink it again.
     run_only = {k: v for k, v in flags.items() if not BY_NAME[k].file_key}   # --resume, --dry-run

@@ -14,7 +14,7 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
     sweep.resume()                                 # after an interruption: finished folds kept
     SweepResult.open("results/NAME")               # a finished sweep read back from its directory
 
-The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/sweepfile.py
+The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/plan/sweepfile.py
 translates all three). Everything is checked when the Sweep is made, before Ray starts; a bad
 key or value raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and
 sweep files"; models from a sweep: docs/models.md (sweeps/engine/export.py).
@@ -30,16 +30,17 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine import sweepfile
-from sweeps.engine.options import OBJECTIVES, OPTIONS, into_definition
-from sweeps.engine.planning import Planned, settings_of
+from sweeps.engine.plan import sweepfile
+from sweeps.engine.plan.sweep_keys import SweepFileError, load
+from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
+from sweeps.engine.plan.planning import Planned, settings_of
 from sweeps.engine.ranking import (best_means, best_row as _best_row, by_configuration,
                                    cv_means, planned_folds, ranked_rows, trials_of)
-from sweeps.engine.runner import (SweepOptions, SweepOutcome, dry_run, plan, result_store,
-                                  run_sweep)
-from sweeps.engine.spaces import SweepSpec
-from sweeps.engine.store import ResultStore
-from sweeps.engine.sweepfile import grid_file
+from sweeps.engine.plan.planning import SweepOptions, plan, result_store
+from sweeps.engine.runner import SweepOutcome, dry_run, run_sweep
+from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.grid_files import grid_file
 from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
 
 
@@ -65,7 +66,7 @@ class SweepResult:
     result_grid: object = field(repr=False)            # ray.tune.ResultGrid
     tracking_uri: str | None = None                    # the MLflow store (None: --no-mlflow)
     study: str | None = None                           # search optuna: the study's URL
-    plan: object = field(default=None, repr=False)     # sweeps.engine.planning.Planned
+    plan: object = field(default=None, repr=False)     # sweeps.engine.plan.planning.Planned
     objective: str = ""                                # the model that ranks configurations
     task: str = ""
 
@@ -253,7 +254,7 @@ class Sweep:
     @classmethod
     def from_yaml(cls, path, **changes) -> "Sweep":
         """A sweep file; `changes` replace its top-level keys (e.g. storage=..., smoke=True)."""
-        definition = {**sweepfile.load(path), **changes}
+        definition = {**load(path), **changes}
         return cls.from_dict(definition, source=str(path), label=Path(path).stem)
 
     @classmethod
@@ -262,7 +263,7 @@ class Sweep:
         """A built-in grid: the same trials (and trial ids) as `python -m sweeps.<task>
         --dataset DATASET --grid GRID`; an image data set takes no grid."""
         if task not in DEFAULT_DATASET:
-            raise sweepfile.SweepFileError(
+            raise SweepFileError(
                 f"Sweep.builtin: unknown task {task!r}{did_you_mean(str(task), DEFAULT_DATASET)}"
                 f"; the built-in grids are per task: {', '.join(DEFAULT_DATASET)}, e.g. "
                 "Sweep.builtin('regression', 'diabetes', 'demo')")
@@ -275,7 +276,7 @@ class Sweep:
     @classmethod
     def example(cls, name: str, **changes) -> "Sweep":
         """A sweep file shipped with the package: a named grid, sweeps/grids/*/NAME.yaml
-        (`classification/demo` where two folders hold the name; sweepfile.grid_file)."""
+        (`classification/demo` where two folders hold the name; grid_files.grid_file)."""
         return cls.from_yaml(grid_file(name), **changes)
 
     def trials(self) -> list[dict]:
@@ -291,7 +292,7 @@ class Sweep:
         """Run the sweep (a local Ray on 127.0.0.1 unless options name an address); prints
         one progress line per finished fold, then the comparison table. `options` are run
         options by their sweep-file names (num_cpus=4, gpus_per_trial=0.5, storage=...,
-        verbose=True; sweeps/engine/options.py) and replace the file's."""
+        verbose=True; sweeps/engine/plan/options.py) and replace the file's."""
         options = self._options(options)
         return SweepResult.of(run_sweep(self.spec, options), options)
 
@@ -305,7 +306,7 @@ class Sweep:
             return self.options
         known = [o.name for o in OPTIONS if o.file_key]
         for name in (n for n in changes if n not in known):
-            raise sweepfile.SweepFileError(
+            raise SweepFileError(
                 f"{self.source}: unknown run option '{name}'{did_you_mean(str(name), known)}; "
                 f"the known ones: {', '.join(known)} (docs/sweeps.md)")
         definition = into_definition(self.definition, changes)

@@ -13,7 +13,7 @@ import sys
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.engine.claim import take_over
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.store import ResultStore
 
 
 def parser() -> argparse.ArgumentParser:

@@ -18,7 +18,7 @@ import sys
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.api import SweepResult
-from sweeps.engine.environment import quiet_logs
+from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.export import report
 
 

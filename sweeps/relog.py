@@ -8,7 +8,7 @@ the results directory, and keeps only those that fail again. Runs are found by t
 nothing is logged twice into a second run.
 
 A server that asks for a password takes it from MLFLOW_TRACKING_USERNAME / _PASSWORD (or from
-USER:PASSWORD@ in --mlflow-uri, which is never printed or saved: sweeps/engine/tracking_uri.py).
+USER:PASSWORD@ in --mlflow-uri, which is never printed or saved: sweeps/engine/common/tracking_uri.py).
 """
 
 import argparse
@@ -16,10 +16,10 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.engine.environment import quiet_logs
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.environment import quiet_logs
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.tracking import Ledger, SweepTracker, client_environment, describe, first_line
-from sweeps.engine.tracking_uri import check_tracking_uri, hide
+from sweeps.engine.common.tracking_uri import check_tracking_uri, hide
 
 
 def relog(results: str, tracking_uri: str | None = None, out=None) -> int:

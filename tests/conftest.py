@@ -7,7 +7,7 @@ import pathlib
 import pytest
 import torch
 
-from sweeps.engine.environment import RAY_DEFAULTS
+from sweeps.engine.common.environment import RAY_DEFAULTS
 
 # Tests that start Ray themselves (ray.init in a fixture) do so outside a sweep's
 # ray_environment: give them the same loopback, token-free Ray, before anything imports ray.

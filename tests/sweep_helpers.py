@@ -6,7 +6,7 @@ import pandas as pd
 
 from sweeps import classification, regression
 from sweeps.engine.runner import run_sweep
-from sweeps.engine.spaces import smoke
+from sweeps.engine.plan.grids import smoke
 
 # diabetes (bundled), 3 folds, 300 rows, 2 epochs: a real sweep in well under a minute.
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]

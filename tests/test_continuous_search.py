@@ -24,8 +24,8 @@ from analysis.report import write_report
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
-from sweeps.engine.distributions import Range, parse_range
-from sweeps.engine.planning import plan_sweep
+from sweeps.engine.plan.ranges import Range, parse_range
+from sweeps.engine.plan.planning import plan_sweep
 from sweeps.engine.runner import print_plan
 from sweeps.engine.search import sampled_space
 from tests.conftest import a_ray

@@ -9,7 +9,7 @@ from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.interfaces.estimators import FitDivergedError
 from sweeps.engine.claim import SweepBusy
 from sweeps.engine.resources import ResourceError
-from sweeps.engine.store import StorageError
+from sweeps.engine.common.store import StorageError
 
 EVERY_ERROR = [ConfigError("epochs", 0, "an integer >= 1"), DataError("too few rows"),
                SbfnError("bad input"), FitDivergedError("lower lr"), ResourceError("no GPU"),

@@ -30,7 +30,7 @@ from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep, SweepResult
 from sweeps.engine.export import (SavedSBFN, check_recorded, factory_code, read_sweep,
                                   recorded_configs, refit)
-from sweeps.engine.planning import trial_key
+from sweeps.engine.plan.planning import trial_key
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy
 from tests.conftest import a_ray

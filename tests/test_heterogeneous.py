@@ -22,7 +22,7 @@ from sbfn_dist.experiment import run_trial
 from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
 from sweeps.engine.runner import run_sweep
-from sweeps.engine.spaces import regression_sweep, smoke
+from sweeps.engine.plan.grids import regression_sweep, smoke
 from tests.sweep_helpers import ONE_AT_A_TIME, assert_each_fold_once, results
 
 
@@ -200,8 +200,8 @@ def test_the_heterogeneous_grid_is_one_trial_whose_plugins_are_its_competitors()
 
 
 def test_the_heterogeneous_grid_runs_one_trial_per_fold_of_the_split():
-    from sweeps.engine.runner import SweepOptions, plan
-    from sweeps.engine.planning import folds_of
+    from sweeps.engine.plan.planning import SweepOptions, plan
+    from sweeps.engine.plan.planning import folds_of
     spec = regression_sweep("diabetes", "heterogeneous", folds=4)
     configs = plan(spec, SweepOptions(name="x"))
     assert [folds_of(c) for c in configs] == [[0], [1], [2], [3]]

@@ -20,9 +20,9 @@ from sbfn_dist.learners.registry import build_ensemble
 from sbfn_dist.learners.training import CNNConfig, train_cnn_pack
 from sbfn_dist.learners.steps import (autocast, memory_format, resolve_compile, resolve_engine,
                                       resolve_precision)
-from sweeps.engine.packing import packs
-from sweeps.engine.spaces import image_sweep
-from sweeps.engine.store import ResultStore
+from sweeps.engine.plan.packing import packs
+from sweeps.engine.plan.grids import image_sweep
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.trainable import COMPILE_CACHE, _share_compile_cache
 
 CUDA = torch.cuda.is_available()

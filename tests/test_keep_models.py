@@ -23,9 +23,9 @@ from sbfn_dist.interfaces.estimators import SBFNClassifier, SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep
 from sweeps.engine.export import refit
-from sweeps.engine.options import add_flags
-from sweeps.engine.store import ResultStore
-from sweeps.engine.sweepfile import SweepFileError
+from sweeps.engine.plan.options import add_flags
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.sweep_keys import SweepFileError
 from sweeps.engine.trainable import KEPT, _keeper, kept_dir
 from tests.conftest import a_ray
 from tests.test_export_serve import TINY, export, fold_part, manifest, planned, recorded, table

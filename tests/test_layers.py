@@ -46,7 +46,7 @@ def test_a_tabular_sweeps_driver_plans_and_checks_its_trials_without_torch(tmp_p
 import sys
 from sweeps import regression
 from sweeps.engine import progress, runner, tracking, trainable
-from sweeps.engine.spaces import smoke
+from sweeps.engine.plan.grids import smoke
 from sbfn_dist.folds import check_data
 args = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", {str(tmp_path)!r}]
 assert regression.main([*args, "--dry-run"]) == 0

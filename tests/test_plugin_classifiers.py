@@ -19,7 +19,7 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.learners.competitors import REGISTRY, build_competitor, competitor_configs
 from sbfn_dist.settings.config import TrialConfig
-from sweeps.engine.model_names import check_names
+from sweeps.engine.plan.model_names import check_names
 
 M, C = 3, 3
 TRIAL = {"dataset": "wine", "folds": 3, "fold": 0, "n_members": M, "epochs": 10,

@@ -8,7 +8,7 @@ import os
 import pandas as pd
 
 from analysis.collect import find_source, read_table
-from sweeps.engine.store import RESULTS_FILE, ResultStore
+from sweeps.engine.common.store import RESULTS_FILE, ResultStore
 
 
 def part(trial: str, accuracy: float) -> list:

@@ -60,7 +60,7 @@ def test_run_trial_tunes_inside_the_training_part():
 
 
 def test_a_sweep_trial_runs_every_inner_fold():
-    from sweeps.engine.planning import folds_of
+    from sweeps.engine.plan.planning import folds_of
     config = TrialConfig.from_dict({"dataset": "sincos", "split": "fixed_train_kfold",
                                     "folds": 4}).to_dict()
     assert folds_of(config) == [0, 1, 2, 3]

@@ -1,4 +1,4 @@
-"""The Python API and sweep files (sweeps/api.py, sweeps/engine/sweepfile.py): a sweep written as a
+"""The Python API and sweep files (sweeps/api.py, sweeps/engine/plan/sweepfile.py): a sweep written as a
 file runs through real Ray Tune and returns its records and ResultGrid; the built-in grids are
 files, written nowhere else, that the commands and `sweeps run` read alike; bad files are
 refused before Ray; importing changes nothing."""
@@ -22,13 +22,13 @@ from sweeps import Sweep, SweepFileError, SweepResult
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
 from sweeps.engine import image_commands as images
-from sweeps.engine import sweepfile
-from sweeps.engine.environment import RAY_DEFAULTS
-from sweeps.engine.planning import Planned
+from sweeps.engine.plan import grid_files
+from sweeps.engine.common.environment import RAY_DEFAULTS
+from sweeps.engine.plan.planning import Planned
 from sweeps.engine.ranking import trials_of
-from sweeps.engine.runner import plan
-from sweeps.engine.spaces import smoke as smoke_of
-from sweeps.engine.sweepfile import GRID_FOLDERS, grid_file
+from sweeps.engine.plan.planning import plan
+from sweeps.engine.plan.grids import smoke as smoke_of
+from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file
 
 pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,7 +216,7 @@ def test_a_grid_file_is_refused_where_its_command_would_not_take_a_key(tmp_path,
     (tmp_path / "regression").mkdir()
     (tmp_path / "regression" / "mine.yaml").write_text(
         "dataset: diabetes\naxes: {n_members: [2, 3]}\nsettings: {epochs: 3}\n")
-    monkeypatch.setattr(sweepfile, "GRIDS", tmp_path)
+    monkeypatch.setattr(grid_files, "GRIDS", tmp_path)
     with pytest.raises(SweepFileError, match=r"mine.yaml: a grid file holds its settings under "
                                              r"`preset`.*not `settings`"):
         regression.build(["--dataset", "diabetes", "--grid", "mine"])

@@ -29,8 +29,8 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
-from sweeps.engine.runner import SweepOptions
-from sweeps.engine.tracking_uri import login
+from sweeps.engine.plan.planning import SweepOptions
+from sweeps.engine.common.tracking_uri import login
 from tests.sweep_helpers import ONE_AT_A_TIME, TINY, mlflow_runs
 
 pytestmark = pytest.mark.timeout(600)

@@ -221,7 +221,7 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
 
 def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
     from sweeps.engine.claim import claim, ray_session
-    from sweeps.engine.store import ResultStore
+    from sweeps.engine.common.store import ResultStore
     with claim(ResultStore(str(tmp_path / "sweep")), "sweep") as held:
         held.record_ray(str(tmp_path / "session_x"))
         lock = tmp_path / "sweep" / "sweep.lock"
@@ -233,7 +233,7 @@ def test_a_resume_while_the_first_run_starts_is_told_it_runs(tmp_path, capsys):
     """Before the first run has written sweep.json, a --resume is refused as a second run is
     (it was told there was no sweep); once no run holds the lock, there is none to resume."""
     from sweeps.engine.claim import claim
-    from sweeps.engine.store import ResultStore
+    from sweeps.engine.common.store import ResultStore
     from sweeps.regression import main as regression
     argv = [*TINY, "--storage", str(tmp_path), "--name", "starting", "--no-mlflow", "--resume"]
     with claim(ResultStore(str(tmp_path / "starting")), "starting"):

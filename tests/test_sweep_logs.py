@@ -9,8 +9,8 @@ import sys
 import tempfile
 import textwrap
 
-from sweeps.engine.environment import RAY_DEFAULTS, ray_environment
-from sweeps.engine.runner import SweepOptions
+from sweeps.engine.common.environment import RAY_DEFAULTS, ray_environment
+from sweeps.engine.plan.planning import SweepOptions
 from sweeps.engine.tracking import open_experiment
 
 
@@ -23,7 +23,7 @@ def test_mlflow_creating_its_store_says_nothing_in_a_quiet_sweep(tmp_path, capfd
 OPTUNA_STUDY = textwrap.dedent("""
     import logging, sys
     import optuna
-    from sweeps.engine.environment import ray_environment
+    from sweeps.engine.common.environment import ray_environment
     before = logging.getLogger("optuna").level
     with ray_environment(verbose=sys.argv[1] == "verbose"):
         optuna.create_study()
@@ -56,7 +56,7 @@ RAY_PRINT = textwrap.dedent("""
         def isatty(self): return False
     pipe, out = Pipe(), sys.stdout
     sys.stdout = pipe
-    from sweeps.engine.environment import ray_environment
+    from sweeps.engine.common.environment import ray_environment
     with ray_environment():
         import ray
         ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")

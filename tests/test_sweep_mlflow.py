@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeps.engine.next_steps import python_module
+from sweeps.engine.common.next_steps import python_module
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium
@@ -250,7 +250,7 @@ def test_a_killed_tracking_server_costs_the_sweep_no_time_and_relog_fills_the_ga
 def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits(tmp_path):
     """Each split is a trial of its own: the parent's best accuracy is the best configuration's
     mean over its splits (0.65), not the luckiest split's 0.8."""
-    from sweeps.engine.store import ResultStore
+    from sweeps.engine.common.store import ResultStore
     from sweeps.engine.tracking import SweepTracker
     store = ResultStore(str(tmp_path / "results"))
     store.create()

@@ -1,4 +1,4 @@
-"""One table of run options (sweeps/engine/options.py): every sweep command's flags, a sweep file's keys
+"""One table of run options (sweeps/engine/plan/options.py): every sweep command's flags, a sweep file's keys
 and SweepOptions' defaults come from it, and a flag, a file key and an API argument of the same
 option give the same SweepOptions. Planning only: no Ray starts here."""
 
@@ -14,9 +14,9 @@ from sweeps import __main__ as sweeps_main
 from sweeps import regression
 from sweeps.engine import image_commands as images
 from sweeps.engine import tabular_commands as tabular
-from sweeps.engine.options import DEFAULTS, OPTIONS, gpu_share
-from sweeps.engine.runner import SweepOptions
-from sweeps.engine.sweepfile import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS
+from sweeps.engine.plan.options import DEFAULTS, OPTIONS, gpu_share
+from sweeps.engine.plan.planning import SweepOptions
+from sweeps.engine.plan.sweep_keys import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_OPTIONS = {"name", "command", "overrides"}     # SweepOptions' own: given, not options
@@ -130,8 +130,8 @@ def test_regression_ranks_by_sbfn_ls_linear_and_a_resumed_sweep_keeps_its_own(tm
     73.96 against sbfn_ls_linear's 54.17). A sweep begun under the former default (its
     sweep.json: sbfn_ls) keeps ranking by it on --resume (its Optuna study, its best so far),
     and a --resume naming another objective is refused."""
-    from sweeps.engine.planning import with_objective
-    from sweeps.engine.spaces import regression_sweep
+    from sweeps.engine.plan.planning import with_objective
+    from sweeps.engine.plan.grids import regression_sweep
     spec = regression_sweep("diabetes", "demo")
     assert with_objective(spec, SweepOptions(name="s", storage=str(tmp_path))).objective == \
         "sbfn_ls_linear"

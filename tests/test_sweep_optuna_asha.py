@@ -7,7 +7,7 @@ import optuna
 from optuna.trial import TrialState
 from ray import tune
 
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.study import open_study, searcher
 
 

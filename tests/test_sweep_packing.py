@@ -1,11 +1,11 @@
-"""--pack auto: which configurations of a grid share a Ray trial (sweeps.engine.packing)."""
+"""--pack auto: which configurations of a grid share a Ray trial (sweeps.engine.plan.packing)."""
 
 import pytest
 
 from sbfn_dist.errors import ConfigError
-from sweeps.engine.packing import PACK_MAX_PARAMETERS, member_weights, packs
-from sweeps.engine.runner import SweepOptions, plan
-from sweeps.engine.spaces import image_sweep, regression_sweep
+from sweeps.engine.plan.packing import PACK_MAX_PARAMETERS, member_weights, packs
+from sweeps.engine.plan.planning import SweepOptions, plan
+from sweeps.engine.plan.grids import image_sweep, regression_sweep
 
 
 def planned(spec, **overrides):

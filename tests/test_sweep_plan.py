@@ -1,4 +1,4 @@
-"""A sweep planned once (sweeps/engine/planning.py): every configuration validated in the driver,
+"""A sweep planned once (sweeps/engine/plan/planning.py): every configuration validated in the driver,
 the workers run the planned configurations as they are, each Ray Tune trial's config shows the
 hyper-parameters of its configurations, trial ids stay those existing sweeps resume with, and
 SweepResult.best() ranks the configurations by their full CV."""
@@ -16,8 +16,8 @@ from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
 from sweeps.api import SweepResult
 from sweeps.engine import trainable
-from sweeps.engine.planning import plan_sweep, points_of
-from sweeps.engine.store import ResultStore
+from sweeps.engine.plan.planning import plan_sweep, points_of
+from sweeps.engine.common.store import ResultStore
 from tests.conftest import a_ray
 
 pytestmark = pytest.mark.timeout(600)

@@ -147,7 +147,7 @@ def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early
 def failed_row(tmp_path, config: dict):
     """The row StoreKeeper writes for `config`'s trial failing beside a finished trial's part."""
     from sweeps.engine.progress import StoreKeeper
-    from sweeps.engine.store import ResultStore
+    from sweeps.engine.common.store import ResultStore
     store = ResultStore(str(tmp_path / "s"))
     store.create()
     store.write_part("done", 0, [{"model": "arithmetic", "status": "ok", "rmse": 1.0,
@@ -162,8 +162,8 @@ def failed_row(tmp_path, config: dict):
 def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
     # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
     # hold JSON strings, and results.parquet could no longer be written.
-    from sweeps.engine.spaces import regression_sweep
-    from sweeps.engine.planning import trial_config
+    from sweeps.engine.plan.grids import regression_sweep
+    from sweeps.engine.plan.planning import trial_config
     config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
     row = failed_row(tmp_path, config)
     assert row["plugin_members"] == "[]" and row["error"] == "RuntimeError: node lost"
@@ -171,8 +171,8 @@ def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
 
 
 def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings(tmp_path):
-    from sweeps.engine.spaces import classification_sweep
-    from sweeps.engine.planning import trial_config
+    from sweeps.engine.plan.grids import classification_sweep
+    from sweeps.engine.plan.planning import trial_config
     base = {**classification_sweep("csv:/data/patients.csv", "demo").base, "target": "outcome"}
     config = trial_config({"combiners": [], "competitors": ["svm_rbf"], "role": "competitors"},
                           base, "s")
@@ -203,9 +203,9 @@ def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_pa
     """A pack's trial raises PackMatesFailed when several of its configurations raised (the
     trainable's error: type and message of each)."""
     from sweeps.engine.progress import StoreKeeper
-    from sweeps.engine.spaces import regression_sweep
-    from sweeps.engine.store import ResultStore
-    from sweeps.engine.planning import folds_of, trial_config
+    from sweeps.engine.plan.grids import regression_sweep
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.plan.planning import folds_of, trial_config
     from sweeps.engine.trainable import PackMatesFailed, error_line
     base = {**regression_sweep("diabetes", "demo").base, "folds": 2}
     configs = [trial_config({"n_members": m}, base, "s") for m in (2, 5, 10)]

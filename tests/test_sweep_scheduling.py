@@ -216,8 +216,8 @@ def test_a_local_sweep_starts_its_own_ray_and_fills_every_slot(tmp_path, monkeyp
     second trial waits until another worker ran one: the first two trials must run on two
     workers, two trials at once."""
     from sbfn_dist.experiment import run_trial
-    from sweeps.engine.runner import result_store
-    from sweeps.engine.planning import folds_of
+    from sweeps.engine.plan.planning import result_store
+    from sweeps.engine.plan.planning import folds_of
     sweep = Sweep.from_dict({
         "name": "slots", "dataset": "diabetes", "folds": 2, "references": False,
         "competitors": [], "storage": str(tmp_path), "mlflow": False,

@@ -4,10 +4,10 @@ import pytest
 
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.runner import SweepOptions, plan
-from sweeps.engine.spaces import (PAPER_LAMBDA2, classification_sweep, image_sweep,
-                                  regression_sweep, smoke)
-from sweeps.engine.planning import folds_of, trial_config, trial_key
+from sweeps.engine.plan.planning import SweepOptions, plan
+from sweeps.engine.plan.grids import (PAPER_LAMBDA2, classification_sweep, image_sweep,
+                                      regression_sweep, smoke)
+from sweeps.engine.plan.planning import folds_of, trial_config, trial_key
 from sweeps.engine.trainable import summarise
 
 # Fields that only trials training members use (sbfn_dist/settings/fields.py applies them there).
@@ -222,7 +222,8 @@ def test_a_sweep_listed_in_another_order_resumes(tmp_path):
     """A sweep started before its grid's order changed keeps resuming: the same trials count."""
     from dataclasses import replace
 
-    from sweeps.engine.runner import _check_store, result_store
+    from sweeps.engine.runner import _check_store
+    from sweeps.engine.plan.planning import result_store
     spec = image_sweep("digits", splits=1)
     opts = SweepOptions(name="x", storage=str(tmp_path))
     configs = plan(spec, opts)

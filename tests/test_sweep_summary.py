@@ -5,8 +5,9 @@ import io
 
 import pandas as pd
 
-from sweeps.engine.runner import SweepOptions, SweepOutcome, print_summary
-from sweeps.engine.spaces import image_sweep, regression_sweep
+from sweeps.engine.plan.planning import SweepOptions
+from sweeps.engine.runner import SweepOutcome, print_summary
+from sweeps.engine.plan.grids import image_sweep, regression_sweep
 
 
 def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, params="{}"):
@@ -100,7 +101,7 @@ def test_a_configuration_stopped_early_never_tops_the_end_table():
     # table over a configuration measured on all five folds (SweepResult.best already ranked
     # only complete ones: sweeps.engine.ranking, shared now).
     from types import SimpleNamespace
-    from sweeps.engine.planning import folds_of, trial_config
+    from sweeps.engine.plan.planning import folds_of, trial_config
     base = regression_sweep("diabetes", "demo").base
     whole, stopped = (trial_config({"n_members": m}, base, "s") for m in (5, 2))
     rows = ([{**row("sbfn_ls", 10.0, f), "trial_id": whole["trial_id"]} for f in folds_of(whole)]

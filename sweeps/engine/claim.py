@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from sbfn_dist.errors import SbfnError
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.store import ResultStore
 
 LOCK_FILE = "sweep.lock"
 RAY_NOTE = ", its Ray's session "     # "pid P on HOST since TIME, its Ray's session DIR"

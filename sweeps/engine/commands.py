@@ -13,11 +13,12 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
-from sweeps.engine.distributions import refuse_range_flag
-from sweeps.engine.options import add_flags, given
-from sweeps.engine.runner import SweepOptions, failed_trials, result_store, run_sweep
-from sweeps.engine.spaces import smoke
-from sweeps.engine.sweepfile import sweep_options
+from sweeps.engine.plan.ranges import refuse_range_flag
+from sweeps.engine.plan.options import add_flags, given
+from sweeps.engine.plan.planning import SweepOptions, result_store
+from sweeps.engine.runner import failed_trials, run_sweep
+from sweeps.engine.plan.grids import smoke
+from sweeps.engine.plan.sweepfile import sweep_options
 
 
 def axis_values(kind, lo, hi, what: str) -> dict:
@@ -27,7 +28,7 @@ def axis_values(kind, lo, hi, what: str) -> dict:
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """A sweep command's parser with every run option (sweeps/engine/options.py) and --list-fields;
+    """A sweep command's parser with every run option (sweeps/engine/plan/options.py) and --list-fields;
     no abbreviations: a misspelt flag that starts a real one (the epsilon of --epsilons) is
     refused, not silently taken for it."""
     p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
@@ -38,7 +39,7 @@ def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def options(args, default_name: str) -> SweepOptions:
-    """The flags as SweepOptions, translated as sweep files are (sweeps/engine/sweepfile.py)."""
+    """The flags as SweepOptions, translated as sweep files are (sweeps/engine/plan/sweepfile.py)."""
     values = given(args)
     return sweep_options(values, default_name=default_name, smoke=values.get("smoke", False),
                          overrides=values.get("settings", {}), command=command_line())

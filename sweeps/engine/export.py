@@ -24,7 +24,7 @@ images, the estimator does neither: close, not equal -- a kept image model is th
 
 A configuration's full config is rebuilt from its records (each row carries the settings its
 model used) and sweep.json's shared settings, and checked against the digest in its trial_id
-(sweeps.engine.planning.trial_key): a config that would not give the same key is refused.
+(sweeps.engine.plan.planning.trial_key): a config that would not give the same key is refused.
 """
 
 import itertools
@@ -54,15 +54,15 @@ from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
 from sbfn_dist.settings.records import COLUMNS
 from sbfn_dist.settings.tasks import ITERATIVE, STACKED, TASKS
 from analysis.collect import sweep_info
-from sweeps.engine.environment import values_while
-from sweeps.engine.next_steps import console_script, interpreter
-from sweeps.engine.planning import trial_key
+from sweeps.engine.common.environment import values_while
+from sweeps.engine.common.next_steps import console_script, interpreter
+from sweeps.engine.plan.planning import trial_key
 # pyfunc_model too: models logged before sweeps/engine/serving.py import it from here.
 from sweeps.engine.serving import (ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN,  # noqa: F401
                                    pyfunc_model)
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.trainable import KEPT, copy_directory, kept_dir
-from sweeps.engine.tracking_uri import hide, login, mask
+from sweeps.engine.common.tracking_uri import hide, login, mask
 
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where
 # the planned config asked for them: the plan's value is the sweep's shared one, or the default.
@@ -182,7 +182,7 @@ def _named(rows: pd.DataFrame, family: str) -> list:
 
 def check_recorded(config: dict, rows: pd.DataFrame) -> dict:
     """The config as planned, found by the configuration's own key (the digest of every setting
-    it changes, sweeps.engine.planning.trial_key) among what its records may stand for."""
+    it changes, sweeps.engine.plan.planning.trial_key) among what its records may stand for."""
     found = _keyed(config, rows)
     if found is not None:
         return found

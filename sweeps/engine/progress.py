@@ -16,9 +16,9 @@ import time
 from ray.tune import Callback
 
 from sbfn_dist.settings import records
-from sweeps.engine.planning import folds_of, points_of, settings_of
-from sweeps.engine.spaces import axis_text
-from sweeps.engine.store import ResultStore
+from sweeps.engine.plan.planning import folds_of, points_of, settings_of
+from sweeps.engine.plan.grids import axis_text
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.trainable import PackMatesFailed, error_line
 
 
@@ -31,7 +31,7 @@ def _clock(seconds: float) -> str:
 class StoreKeeper(Callback):
     """Writes a `failed` row for each configuration of a trial that ran out of retries and
     misses a fold (a pack-mate that finished every fold keeps its records). `resolve`: a Tune
-    config -> its planned configs (sweeps.engine.planning.Planned.configs_of)."""
+    config -> its planned configs (sweeps.engine.plan.planning.Planned.configs_of)."""
 
     def __init__(self, store: ResultStore, resolve):
         self.store, self.resolve = store, resolve

@@ -12,7 +12,7 @@ import json
 import pandas as pd
 
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER
-from sweeps.engine.planning import folds_of
+from sweeps.engine.plan.planning import folds_of
 
 
 def best_row(means: pd.DataFrame, metric: str):

@@ -22,17 +22,17 @@ from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS, TASKS
 from sbfn_dist.interfaces.summary import comparison_table
 from sweeps.engine.claim import Claim, refuse_while_running, take_over
-from sweeps.engine.distributions import axis_size, has_ranges, is_range
-from sweeps.engine.environment import ray_environment
-from sweeps.engine.next_steps import console_script, installed, python_module
-from sweeps.engine.options import PAPER_FORMS
-from sweeps.engine.packing import packs
+from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
+from sweeps.engine.common.environment import ray_environment
+from sweeps.engine.common.next_steps import console_script, installed, python_module
+from sweeps.engine.plan.options import PAPER_FORMS
+from sweeps.engine.plan.packing import packs
 # plan, SweepOptions and result_store are also imported from here (sweep files, the commands).
-from sweeps.engine.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,  # noqa: F401
-                                    points_of, result_store, settings_of, shared,
-                                    with_objective)
-from sweeps.engine.spaces import SweepSpec, axis_text
-from sweeps.engine.store import ResultStore
+from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,
+                                         points_of, result_store, settings_of, shared,
+                                         with_objective)
+from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.common.store import ResultStore
 
 
 @dataclass
@@ -59,7 +59,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
     opts.validate()
     planned = plan_sweep(spec, opts)      # the one validation of every configuration
     opts = with_objective(spec, opts)
-    # Ray's settings, quiet logs (sweeps/engine/environment.py)
+    # Ray's settings, quiet logs (sweeps/engine/common/environment.py)
     with ray_environment(opts.verbose):
         return _run(spec, opts, planned, out)
 
@@ -123,7 +123,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     from sweeps.engine.resources import Interruption
-    from sweeps.engine.store import RESULTS_FILE
+    from sweeps.engine.common.store import RESULTS_FILE
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
         where = _connect(opts, held, interruption)
         warm.join()
@@ -282,7 +282,7 @@ def trial_slots(opts: SweepOptions) -> int:
     if opts.max_concurrent:
         return opts.max_concurrent
     # A Ray never imported is not initialised; importing it here (a dry run) would fix where a
-    # later local Ray binds before the sweep sets its environment (sweeps/engine/environment.py).
+    # later local Ray binds before the sweep sets its environment (sweeps/engine/common/environment.py).
     ray = sys.modules.get("ray")
     cpus = (ray.cluster_resources().get("CPU", 1) if ray and ray.is_initialized()
             else opts.num_cpus or os.cpu_count() or 1)
@@ -290,7 +290,7 @@ def trial_slots(opts: SweepOptions) -> int:
 
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
-    """The configurations of each Ray trial (sweeps.engine.packing); Optuna samples one at a
+    """The configurations of each Ray trial (sweeps.engine.plan.packing); Optuna samples one at a
     time."""
     return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
 
@@ -299,10 +299,10 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
          trial_packs_: list[list[int]], interruption):
     from ray import tune
 
-    from sweeps.engine.environment import defaults_while
+    from sweeps.engine.common.environment import defaults_while
     from sweeps.engine.trainable import sweep_trainable     # torch: only where trials run
     # The plan goes to the object store once (with_parameters); each trial's config names its
-    # configurations (sweeps.engine.planning).
+    # configurations (sweeps.engine.plan.planning).
     trainable = tune.with_resources(
         tune.with_parameters(sweep_trainable, plan=planned, results_uri=store.location,
                              objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
@@ -668,6 +668,6 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
         print(f"Optuna:   {outcome.study} (study '{opts.name}'{copy})\n  open the dashboard: "
               f"{console_script('optuna-dashboard', outcome.study)}{install}", file=out)
     # Commands as they run when pasted: this interpreter, quoted paths
-    # (sweeps/engine/next_steps.py).
+    # (sweeps/engine/common/next_steps.py).
     print(f"report:   {python_module('analysis.report', where)}", file=out)
 

@@ -2,7 +2,7 @@
 (PlannedSearch). `--search optuna` and `random`: draws from the sweep's axes (`sampled_space`),
 by Optuna's TPE (sweeps/engine/study.py) or by Tune's own random generator (`random_search`).
 
-A grid trial's config is its planned point (sweeps.engine.planning): the settings the grid
+A grid trial's config is its planned point (sweeps.engine.plan.planning): the settings the grid
 varied and the trial_id, or {"pack": [point, ...]} for a pack, so that Tune's ResultGrid shows
 every trial's hyper-parameters (a sampled trial's: what it drew). A searcher rather than a
 `tune.grid_search` over the points: Tune's grid generator deep-copies its whole grid once per
@@ -17,7 +17,7 @@ from ray import tune
 from ray.tune.search import Searcher
 from ray.tune.search.basic_variant import BasicVariantGenerator
 
-from sweeps.engine.distributions import is_range
+from sweeps.engine.plan.ranges import is_range
 
 
 class PlannedSearch(Searcher):

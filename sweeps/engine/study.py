@@ -20,8 +20,8 @@ from ray.tune.search.optuna import OptunaSearch
 
 from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import SbfnError
-from sweeps.engine.environment import quiet_libraries
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.environment import quiet_libraries
+from sweeps.engine.common.store import ResultStore
 
 STUDY_FILE = "optuna.db"
 

@@ -10,8 +10,8 @@ from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sbfn_dist.interfaces.usage import ListOf
 from sweeps.engine.commands import axis_values, common_parser, options, run
-from sweeps.engine.spaces import RIDE_ALONG, tabular_sweep
-from sweeps.engine.sweepfile import grid_names, named_grid
+from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
+from sweeps.engine.plan.grid_files import grid_names, named_grid
 
 # What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}

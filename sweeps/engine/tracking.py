@@ -23,7 +23,7 @@ them later: results.parquet holds every record either way.
 
 Every tracking URI here is the public one, without a password (what the callback pickles into
 Tune's state, the ledger saves and the sweep prints); MLflow's client alone gets the credentials,
-at the moment it is made and while it works (sweeps/engine/tracking_uri.py, client_environment).
+at the moment it is made and while it works (sweeps/engine/common/tracking_uri.py, client_environment).
 """
 
 import contextlib
@@ -44,13 +44,13 @@ from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.environment import defaults_while, quiet_libraries, values_while
-from sweeps.engine.next_steps import console_script, python_module
-from sweeps.engine.planning import folds_of
+from sweeps.engine.common.environment import defaults_while, quiet_libraries, values_while
+from sweeps.engine.common.next_steps import console_script, python_module
+from sweeps.engine.plan.planning import folds_of
 from sweeps.engine.ranking import relabelled
-from sweeps.engine.store import ResultStore
+from sweeps.engine.common.store import ResultStore
 from sweeps.engine.trainable import summarise
-from sweeps.engine.tracking_uri import login, mask
+from sweeps.engine.common.tracking_uri import login, mask
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
 MLFLOW_PARAM_CHARS = 6000         # and values up to 6000 characters
@@ -60,7 +60,7 @@ NUMERIC = (int, float)
 # (measured, the back-off has jitter).
 # The last one stops a "View run ... at" line (and one more request) per finished run.
 # A user's own settings of these variables win; they hold only while the sweep (or the
-# logging thread, or sweeps.relog) runs (sweeps/engine/environment.py).
+# logging thread, or sweeps.relog) runs (sweeps/engine/common/environment.py).
 CLIENT_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
                    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
                    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
@@ -88,7 +88,7 @@ def code_version() -> str:
 def client_environment(tracking_uri: str):
     """What MLflow's client reads from the environment while it works for the sweep: the
     bounded retries (CLIENT_SETTINGS, unless the user set them) and the credentials taken out
-    of --mlflow-uri (sweeps/engine/tracking_uri.py), which MLflow reads at each request."""
+    of --mlflow-uri (sweeps/engine/common/tracking_uri.py), which MLflow reads at each request."""
     with defaults_while(CLIENT_SETTINGS), values_while(login(tracking_uri).env):
         yield
 
@@ -287,7 +287,7 @@ class SweepTracker:
 
 class MLflowSweepLogger(Callback):
     """Tune's callback: queues each event's operations for one logging thread and returns.
-    `resolve`: a Tune config -> its planned configs (sweeps.engine.planning.Planned.configs_of),
+    `resolve`: a Tune config -> its planned configs (sweeps.engine.plan.planning.Planned.configs_of),
     whose fields are the runs' params."""
 
     def __init__(self, tracking_uri: str, sweep: dict, resolve, store: ResultStore,

@@ -28,9 +28,9 @@ import pyarrow.fs as pafs
 
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.planning import Planned, folds_of
-from sweeps.engine.spaces import axis_text
-from sweeps.engine.store import ResultStore
+from sweeps.engine.plan.planning import Planned, folds_of
+from sweeps.engine.plan.grids import axis_text
+from sweeps.engine.common.store import ResultStore
 
 # The driver imports this module too (Tune is handed sweep_trainable; the progress line and
 # MLflow read summarise): what trains (torch, the fold loop, the estimators) is imported inside
@@ -50,7 +50,7 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
                     gpu_fraction: float = 0.0, threads: int = 1, keep_model: str = "") -> None:
     """Tune function trainable over one pack: `params` is its Tune config (planned points, or a
     sampled sweep's draw, which the plan plans on arrival), whose configurations it runs as
-    planned (sweeps.engine.planning). Never returns a value (Tune's metric lookup).
+    planned (sweeps.engine.plan.planning). Never returns a value (Tune's metric lookup).
 
     Pack-mates are independent: a configuration that raises is set aside (its pack-mates go on
     through every fold), and the trial raises its error at the end, so that Tune retries the
@@ -261,7 +261,7 @@ def _share_compile_cache(store: ResultStore, configs: list[dict]) -> None:
 
 def _restored_folds() -> set:
     # Ray is imported where a trial runs, not where the driver plans: the sweep sets Ray's
-    # environment before its first import (sweeps/engine/environment.py).
+    # environment before its first import (sweeps/engine/common/environment.py).
     from ray import tune
     checkpoint = tune.get_checkpoint()
     if checkpoint is None:

@@ -19,7 +19,7 @@ MODEL_FIELDS = ("combiners", "competitors", "plugin_members")
 
 def check_model_names(spec, base: dict) -> None:
     """Every model name of the sweep's trials, before they are planned; their objective once
-    they are (check_objective, sweeps.engine.planning.plan_sweep)."""
+    they are (check_objective, sweeps.engine.plan.planning.plan_sweep)."""
     trials = spec.trials(base)
     for i in distinct_trials(trials, base):
         check_names({**base, **trials[i]}, spec.task)

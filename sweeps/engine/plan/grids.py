@@ -1,7 +1,7 @@
 """The machinery of a sweep: which trials a grid holds and which settings they share.
 
 The named grids themselves are files, sweeps/grids/<folder>/<name>.yaml (one source: read by
-sweeps/engine/sweepfile.py, edited where a researcher browses them, docs/sweeps.md "Grids").
+sweeps/engine/plan/sweepfile.py, edited where a researcher browses them, docs/sweeps.md "Grids").
 This module crosses a grid's axes into trials, adds what every sweep of a task holds whatever
 its grid -- the M = 1 references, the competitors, λ2 riding along, the regression preset --
 and shrinks a sweep for --smoke.
@@ -24,23 +24,12 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.distributions import is_range
-from sweeps.engine.options import OBJECTIVES, SEARCHES
+from sweeps.engine.plan.grid_files import Grid, image_grid, named_grid
+from sweeps.engine.plan.ranges import is_range
+from sweeps.engine.plan.options import OBJECTIVES, SEARCHES
 
 # Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A named grid (a file's grid keys, sweepfile.grid_of) or a sweep file's own."""
-    axes: dict                     # member settings crossed, in this order (M: largest first)
-    folds: int | None = None       # None: the library's default (10-fold CV) unless --folds
-    preset: dict = field(default_factory=dict)  # settings every trial of the grid shares
-    references: bool = True        # the M = 1 reference trials (REFERENCE)
-    competitors: tuple | None = None   # competitor trials; None: the task's (the paper's)
-    per_fold: bool = False         # one trial per fold (a fold takes minutes) instead of per seed
-    seeds: int = 1                 # repetitions with seeds 0..seeds-1 (tables)
 
 
 # What every tabular sweep of a task holds fixed beyond the library's defaults, whatever its
@@ -90,7 +79,7 @@ SMOKE = {
 # sbfn_dist/data/images.py, default_n_test and default_n_val).
 SMOKE_PARTS = ("n_train", "n_val", "n_test")
 
-# The searches that draw configurations rather than list them (sweeps/engine/options.py). Their
+# The searches that draw configurations rather than list them (sweeps/engine/plan/options.py). Their
 # space fixes the first value of the repeat axis (runner: sampled_space), so an image sweep's
 # drawn configurations run split 0 alone.
 SAMPLED = tuple(s for s in SEARCHES if s != "grid")
@@ -157,14 +146,7 @@ def _expand(axis: dict) -> list[dict]:
 def tabular_sweep(task: str, dataset: str, grid: str, **options) -> SweepSpec:
     """The named grid `grid` (sweeps/grids/<task>/<grid>.yaml) on `dataset` (options:
     grid_sweep)."""
-    return grid_sweep(task, dataset, grid, _grid_files().named_grid(task, grid), **options)
-
-
-def _grid_files():
-    # sweepfile reads the grid files (as sweep files, checked key by key) and builds on this
-    # module, so it is imported where a named grid is asked for, not at the top.
-    from sweeps.engine import sweepfile
-    return sweepfile
+    return grid_sweep(task, dataset, grid, named_grid(task, grid), **options)
 
 
 def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | None = None,
@@ -173,7 +155,7 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
     """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
     per seed. Each trial runs every fold and every combiner (with every value of the combiner
     settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses. `grid` is a
-    named one (tabular_sweep) or a sweep file's (sweeps/engine/sweepfile.py), `label` its name."""
+    named one (tabular_sweep) or a sweep file's (sweeps/engine/plan/sweepfile.py), `label` its name."""
     _check_tabular(task, dataset, settings)
     folds = grid.folds if folds is None else folds
     seeds = grid.seeds if seeds is None else seeds
@@ -247,7 +229,7 @@ def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = 
     started from it); the other options replace its values. `search`: the sweep's (--search),
     which decides how many splits a configuration runs (split_count)."""
     _check_image(dataset)
-    grid = _grid_files().image_grid() if grid is None else grid
+    grid = image_grid() if grid is None else grid
     splits = split_count(splits, grid, search)
     base = {"dataset": dataset, "task": "classification", "folds": splits, **grid.preset}
     axes = with_axes(grid.axes, {"ensemble": ensembles or None, "n_members": members or None,

@@ -13,7 +13,7 @@ Workers get the plan once per process (`Planned` pickles as one blob that a work
 however many trials it runs) and look their configurations up by trial_id; a Tune config without
 one (an Optuna sample, a trial of a sweep started before plans were shared) by its settings.
 
-A sweep with a range axis (uniform(0, 1), ...: sweeps/engine/distributions.py) cannot list its
+A sweep with a range axis (uniform(0, 1), ...: sweeps/engine/plan/ranges.py) cannot list its
 configurations ahead: it plans those at the ranges' bounds (every value in between is then
 allowed too, each setting's constraint being an interval), and a drawn configuration when it
 arrives, by the same trial_config and trial_id as any, once in each process that meets it (the
@@ -33,20 +33,20 @@ from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
 from sweeps.engine.claim import refuse_while_running
-from sweeps.engine.distributions import has_ranges, is_range
-from sweeps.engine.model_names import check_model_names, check_objective, distinct_trials
-from sweeps.engine.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
+from sweeps.engine.plan.ranges import has_ranges, is_range
+from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
+from sweeps.engine.plan.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
 from sweeps.engine.mps import MPS_MODES, wanted
-from sweeps.engine.packing import PACK_MODES
-from sweeps.engine.spaces import SweepSpec, axis_text
-from sweeps.engine.store import ResultStore
-from sweeps.engine.tracking_uri import check_tracking_uri, hide, mask
+from sweeps.engine.plan.packing import PACK_MODES
+from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.tracking_uri import check_tracking_uri, hide, mask
 
 
 @dataclass
 class SweepOptions:
     name: str
-    # Defaults: the table of run options (sweeps/engine/options.py), where each is declared once.
+    # Defaults: the table of run options (sweeps/engine/plan/options.py), where each is declared once.
     storage: str = DEFAULT["storage"]       # parent directory or URI: results in <storage>/<name>
     address: str | None = DEFAULT["address"]
     num_cpus: int | None = DEFAULT["num_cpus"]      # local Ray only (None: all cores)
@@ -78,7 +78,7 @@ class SweepOptions:
         # local Ray given --num-cpus would be refused by Ray with a traceback.
         self.address = self.address or os.environ.get("RAY_ADDRESS") or None
         self.gpus_per_trial = gpu_share(self.gpus_per_trial, self.num_gpus)
-        # A password in --mlflow-uri stays in this process (sweeps/engine/tracking_uri.py): what
+        # A password in --mlflow-uri stays in this process (sweeps/engine/common/tracking_uri.py): what
         # the sweep prints and stores -- sweep.json, Tune's state, MLflow's params -- never has it.
         self.mlflow_uri = hide(self.mlflow_uri)
         self.command = mask(self.command)

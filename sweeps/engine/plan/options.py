@@ -1,6 +1,6 @@
 """Every run option of a sweep, declared once: what it allows, its default, its help, its flag,
 its sweep-file key and where it applies. The flags of every sweep command (`common_parser`), the
-keys of a sweep file (sweeps/engine/sweepfile.py) and SweepOptions' defaults
+keys of a sweep file (sweeps/engine/plan/sweepfile.py) and SweepOptions' defaults
 (sweeps/engine/runner.py) are made from this table, so a new option is one row here.
 
     --num-cpus 4                    a flag: every sweep command and `python -m sweeps run FILE`
@@ -23,7 +23,7 @@ from typing import Any, Callable
 from sbfn_dist.interfaces.cli import parse_assignments
 from sbfn_dist.settings.fields import SEED_LIMIT
 from sweeps.engine.mps import MPS_MODES
-from sweeps.engine.packing import PACK_MODES
+from sweeps.engine.plan.packing import PACK_MODES
 
 
 @dataclass(frozen=True)
