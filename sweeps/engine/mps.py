@@ -28,7 +28,6 @@ import time
 
 from sbfn_dist.errors import SbfnError
 
-MPS_MODES = ("auto", "on", "off")
 CONTROL = "nvidia-cuda-mps-control"
 PIPE, LOG = "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"
 READY_S = 10.0            # for the daemon's pipe to appear
@@ -47,6 +46,12 @@ def wanted(mode: str, num_gpus: float, gpus_per_trial: float, address: str | Non
     if why_not:
         raise MpsError(f"--mps on: {why_not}; leave out --mps (auto) or pass --mps off")
     return True
+
+
+def under_mps(opts) -> bool:
+    """Whether a sweep of these run options (SweepOptions) shares its GPUs under a daemon of
+    its own; --mps on where it cannot: MpsError."""
+    return wanted(opts.mps, opts.num_gpus, opts.gpus_per_trial, opts.address)
 
 
 def _why_not(num_gpus: float, gpus_per_trial: float, address: str | None) -> str:

@@ -26,6 +26,7 @@ from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
 from sweeps.engine.common.environment import ray_environment
 from sweeps.engine.common.next_steps import console_script, installed, python_module
 from sweeps.engine.plan.options import PAPER_FORMS
+from sweeps.engine.mps import under_mps
 from sweeps.engine.plan.packing import packs
 # plan, SweepOptions and result_store are also imported from here (sweep files, the commands).
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,
@@ -84,9 +85,14 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
     validated: a dry run makes these checks too (issue 32: it checked neither the data nor
     the networks, and listed trials every one of which the run refused). The results folder is
     only read here; a run checks it again under its claim (_check_store)."""
+    store = result_store(opts)
+    if opts.resume and store.read_spec() is None:
+        refuse_while_running(store, opts.name)      # its first run is starting
+        raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and "
+                        "--storage)")
+    under_mps(opts)                                 # --mps on where it cannot run
     _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
-    store = result_store(opts)
     refuse_while_running(store, opts.name)
     _refuse_another_sweep(store, opts, [c["trial_id"] for c in configs])
     if opts.search == "optuna":
@@ -266,7 +272,7 @@ def _data_checked_here(opts: SweepOptions) -> bool:
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
     from sweeps.engine.resources import check_trial_fits, connect
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
-                             opts.shares_under_mps())
+                             under_mps(opts))
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
         # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
@@ -541,7 +547,7 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
                                                   if opts.gpus_per_trial else "") \
-        + (" (GPUs shared under CUDA MPS)" if opts.shares_under_mps() else "")
+        + (" (GPUs shared under CUDA MPS)" if under_mps(opts) else "")
     print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}",
           file=out)
     trial_packs_ = trial_packs(opts, configs)

@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 from sbfn_dist.interfaces.cli import parse_assignments
 from sbfn_dist.settings.fields import SEED_LIMIT
-from sweeps.engine.mps import MPS_MODES
 from sweeps.engine.plan.packing import PACK_MODES
 
 
@@ -112,6 +111,9 @@ POSITIVE = Kind("a number > 0", _number(0.0, open_=True), float)
 SECONDS = Kind("a number of seconds >= 0", _number(0.0), float)
 MAPPING = Kind("a mapping (key: value)", _mapping)
 PACK = Kind(f"one of {', '.join(PACK_MODES)}", _one_of(PACK_MODES), choices=PACK_MODES)
+# auto: trials sharing a GPU of the sweep's own Ray run under an MPS daemon it starts where
+# one can run; on: or refused; off: time-sliced (sweeps/engine/mps.py decides and starts it).
+MPS_MODES = ("auto", "on", "off")
 MPS = Kind(f"one of {', '.join(MPS_MODES)}", _one_of(MPS_MODES), choices=MPS_MODES)
 # The model whose best mean drives search, "best so far" and the best configuration, per task.
 # Regression: the closed-form s-BFN with the members' own outputs and an intercept beside the

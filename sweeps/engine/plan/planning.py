@@ -32,11 +32,9 @@ from dataclasses import dataclass, field, replace
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
-from sweeps.engine.claim import refuse_while_running
 from sweeps.engine.plan.ranges import has_ranges, is_range
 from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
-from sweeps.engine.plan.options import DEFAULTS as DEFAULT, SEARCHES, gpu_share
-from sweeps.engine.mps import MPS_MODES, wanted
+from sweeps.engine.plan.options import DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, gpu_share
 from sweeps.engine.plan.packing import PACK_MODES
 from sweeps.engine.plan.grids import SweepSpec, axis_text
 from sweeps.engine.common.store import ResultStore
@@ -83,10 +81,6 @@ class SweepOptions:
         self.mlflow_uri = hide(self.mlflow_uri)
         self.command = mask(self.command)
 
-    def shares_under_mps(self) -> bool:
-        """Whether the trials share their GPUs under an MPS daemon this sweep starts."""
-        return wanted(self.mps, self.num_gpus, self.gpus_per_trial, self.address)
-
     def validate(self) -> None:
         """Every run option (the model names a sweep was given: `plan`)."""
         if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
@@ -103,7 +97,6 @@ class SweepOptions:
             raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
         if self.mps not in MPS_MODES:
             raise ConfigError("--mps", self.mps, f"one of {MPS_MODES}")
-        self.shares_under_mps()             # --mps on where it cannot: refused before Ray
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:
@@ -302,11 +295,7 @@ def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
 
 def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     """The sweep's plan, every configuration validated once, here: a bad value stops the sweep
-    before Ray starts and before its results directory is made (a --resume of no sweep too)."""
-    if opts.resume and result_store(opts).read_spec() is None:
-        refuse_while_running(result_store(opts), opts.name)     # its first run is starting
-        raise SbfnError(f"--resume: there is no sweep at {result_store(opts).root} (check --name "
-                        "and --storage)")
+    before Ray starts and before its results directory is made."""
     _refuse_sampling_per_fold(spec, opts)
     _refuse_a_grid_of_ranges(spec, opts)
     bounds = at_bounds(spec)        # a sampled sweep's configurations planned ahead
