@@ -2,7 +2,7 @@
 do) vs 1, with the GPU time-sliced between them (the default) and under CUDA MPS.
 
 Ray's fractional GPUs are logical: four 0.25-GPU trials are four processes on one card, each
-capping its memory at a quarter (as sweeps/engine/trainable.py does). This benchmark runs exactly
+capping its memory at a quarter (as sweeps/engine/run/trainable.py does). This benchmark runs exactly
 that, without Ray (the GPU machine has no Ray): P worker processes start together, each trains
 an M-member stack with the library's loop (`train_cnn_pack`: bf16 + the CUDA graph, both heads,
 benchmarks.bench_image_gpu.train_rate) on random CIFAR-shaped images for a fixed time, and counts
@@ -11,7 +11,7 @@ member-images; the aggregate is their sum over the time from the common start to
 Without MPS the processes' CUDA contexts take turns on the GPU: one kernel stream at a time, so a
 step of small kernels (a few channels per member) leaves most of the SMs idle while the GPU
 reads "busy". Under MPS (a daemon of the benchmark's own, as a sweep starts one:
-sweeps/engine/mps.py) kernels of the four processes run at once.
+sweeps/engine/run/mps.py) kernels of the four processes run at once.
 `--mps` adds that side where `nvidia-cuda-mps-control` exists. Needs CUDA.
 
     python -m benchmarks.bench_gpu_sharing [--quick] [--mps] [--stacks cnn:2 mixed:5] [--json FILE]
@@ -27,7 +27,7 @@ import torch
 
 from benchmarks.bench_image_gpu import BATCH, N_CLASSES, random_images, train_rate
 from benchmarks.common import table
-from sweeps.engine.mps import CONTROL, MpsError, daemon_while
+from sweeps.engine.run.mps import CONTROL, MpsError, daemon_while
 
 SECONDS, STEPS, PROCESSES = 8.0, 100, 4
 STACKS = (("cnn", 2), ("mixed", 5), ("resnet", 5))

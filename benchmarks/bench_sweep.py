@@ -20,7 +20,7 @@ from sweeps.regression import build
 from sweeps.engine.plan.planning import plan
 from sweeps.engine.runner import run_sweep
 from sweeps.engine.plan.grids import smoke
-from sweeps.engine.trainable import folds_of
+from sweeps.engine.plan.planning import folds_of
 
 TARGET_RATIO = 1.3
 

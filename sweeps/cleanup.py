@@ -3,7 +3,7 @@
     python -m sweeps.cleanup --name NAME [--storage results]
 
 Only that sweep's leftovers: the processes of the local Ray its killed driver started
-(sweeps/engine/claim.py); other Ray instances on the machine are left alone, which `ray stop` would
+(sweeps/engine/run/claim.py); other Ray instances on the machine are left alone, which `ray stop` would
 not do. Refused while a run of the sweep is going on. `--resume` does the same before it runs.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.engine.claim import take_over
+from sweeps.engine.run.claim import take_over
 from sweeps.engine.common.store import ResultStore
 
 

@@ -27,7 +27,7 @@ from sweeps import Sweep
 from sweeps.engine.plan.ranges import Range, parse_range
 from sweeps.engine.plan.planning import plan_sweep
 from sweeps.engine.runner import print_plan
-from sweeps.engine.search import sampled_space
+from sweeps.engine.run.search import sampled_space
 from tests.conftest import a_ray
 
 pytestmark = pytest.mark.timeout(600)

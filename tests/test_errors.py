@@ -7,8 +7,8 @@ import pytest
 
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.interfaces.estimators import FitDivergedError
-from sweeps.engine.claim import SweepBusy
-from sweeps.engine.resources import ResourceError
+from sweeps.engine.run.claim import SweepBusy
+from sweeps.engine.run.resources import ResourceError
 from sweeps.engine.common.store import StorageError
 
 EVERY_ERROR = [ConfigError("epochs", 0, "an integer >= 1"), DataError("too few rows"),

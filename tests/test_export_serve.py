@@ -106,7 +106,7 @@ def test_the_records_give_back_every_configuration_as_planned(finished):
 
 def test_a_sweep_keeps_no_model_by_default(finished):
     """--keep-models none, the default: nothing under models/ (tests/test_keep_models.py)."""
-    from sweeps.engine.trainable import KEPT
+    from sweeps.engine.run.kept import KEPT
     sweep, _, root = finished
     assert sweep.options.keep_models == "none"
     assert (root / "results.parquet").exists() and not (root / KEPT).exists()

@@ -23,7 +23,7 @@ from sbfn_dist.learners.steps import (autocast, memory_format, resolve_compile, 
 from sweeps.engine.plan.packing import packs
 from sweeps.engine.plan.grids import image_sweep
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.trainable import COMPILE_CACHE, _share_compile_cache
+from sweeps.engine.run.trial import COMPILE_CACHE, _share_compile_cache
 
 CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if CUDA else "cpu")

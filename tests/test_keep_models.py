@@ -1,4 +1,4 @@
-"""--keep-models best|none (sweeps/engine/trainable.py, sweeps/engine/export.py, docs/models.md):
+"""--keep-models best|none (sweeps/engine/run/trainable.py, sweeps/engine/export.py, docs/models.md):
 a tiny sweep keeps every configuration's fitted folds while it runs and ends with only the best
 configuration's, at its best setting; `sweeps.export --fold K` saves that fold's model without
 refitting, and its predictions on fold K's test rows give the record's score bit for bit; a
@@ -26,7 +26,8 @@ from sweeps.engine.export import refit
 from sweeps.engine.plan.options import add_flags
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.sweep_keys import SweepFileError
-from sweeps.engine.trainable import KEPT, _keeper, kept_dir
+from sweeps.engine.run.kept import KEPT, kept_dir
+from sweeps.engine.run.trial import keeper
 from tests.conftest import a_ray
 from tests.test_export_serve import TINY, export, fold_part, manifest, planned, recorded, table
 
@@ -109,7 +110,7 @@ def kept_and_exported(tmp_path, model: str, **settings) -> list:
     config = TrialConfig.from_dict(dict(seed=1, device="cpu", trial_id="t", sweep="s",
                                         **settings)).to_dict()
     store = ResultStore(str(tmp_path / "results"))
-    [records] = run_trials([config], keep=_keeper(store, model))
+    [records] = run_trials([config], keep=keeper(store, model))
     return [(next(r for r in records if r["fold"] == k and r["model"] == model),
              refit(config, model, {}, k, store)) for k in (0, 1)]
 
@@ -155,7 +156,7 @@ def test_a_kept_model_naming_other_code_than_its_configuration_is_refused(tmp_pa
         ensemble=named, combiners=["logit_mean"], seed=1, device="cpu", trial_id="t",
         sweep="s")).to_dict()
     store = ResultStore(str(tmp_path / "results"))
-    run_trials([config], keep=_keeper(store, "logit_mean"))
+    run_trials([config], keep=keeper(store, "logit_mean"))
     assert refit(config, "logit_mean", {}, 0, store).how == "kept"
     manifest = tmp_path / "results" / kept_dir("t", 0, "logit_mean", {}) / saved.MANIFEST
     manifest.write_text(manifest.read_text().replace(named, other))

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sweeps.engine.claim import ray_processes
+from sweeps.engine.run.claim import ray_processes
 from tests.sweep_helpers import (ONE_AT_A_TIME, TINY, assert_each_fold_once, config_keys,
                                  mlflow_runs, results, run_tiny)
 
@@ -84,9 +84,9 @@ def ended(pid: int) -> bool:
 def kill_driver_and_freeze_its_ray(driver: subprocess.Popen, root: Path) -> tuple[str, dict]:
     """SIGKILL the driver alone, then SIGSTOP what of its Ray outlives it: real leftovers that
     cannot end by themselves while the test looks (some would within a minute); the cleanup
-    continues them with its SIGTERM (sweeps.engine.claim). Returns the Ray's session directory
+    continues them with its SIGTERM (sweeps.engine.run.claim). Returns the Ray's session directory
     (as sweep.lock names it) and the frozen leftovers."""
-    from sweeps.engine.claim import ray_session
+    from sweeps.engine.run.claim import ray_session
     lock = (root / "sweep.lock").read_text()
     session = ray_session(lock)
     assert session, f"the run named no Ray of its own in sweep.lock: {lock}"
@@ -197,7 +197,7 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
     says (Ray's title erases it): never a log viewer, never another Ray."""
     import socket
 
-    from sweeps.engine.claim import ray_session, stop_leftovers
+    from sweeps.engine.run.claim import ray_session, stop_leftovers
     session, other = tmp_path / "session_a", tmp_path / "session_b"
     for d in (session, other):
         (d / "logs").mkdir(parents=True)
@@ -220,7 +220,7 @@ def test_the_leftovers_of_a_killed_run_are_the_ray_processes_of_the_session_it_n
 
 
 def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
-    from sweeps.engine.claim import claim, ray_session
+    from sweeps.engine.run.claim import claim, ray_session
     from sweeps.engine.common.store import ResultStore
     with claim(ResultStore(str(tmp_path / "sweep")), "sweep") as held:
         held.record_ray(str(tmp_path / "session_x"))
@@ -232,7 +232,7 @@ def test_a_run_names_the_ray_it_started_in_its_lock(tmp_path):
 def test_a_resume_while_the_first_run_starts_is_told_it_runs(tmp_path, capsys):
     """Before the first run has written sweep.json, a --resume is refused as a second run is
     (it was told there was no sweep); once no run holds the lock, there is none to resume."""
-    from sweeps.engine.claim import claim
+    from sweeps.engine.run.claim import claim
     from sweeps.engine.common.store import ResultStore
     from sweeps.regression import main as regression
     argv = [*TINY, "--storage", str(tmp_path), "--name", "starting", "--no-mlflow", "--resume"]
@@ -254,7 +254,7 @@ class Finaliser:
 
 def test_a_worker_ended_by_rays_sigterm_prints_no_traceback(monkeypatch, capfd):
     """Ray's SIGTERM handler raises SystemExit wherever a reused worker is, a finaliser too."""
-    from sweeps.engine.trainable import _quiet_worker_exit
+    from sweeps.engine.run.trainable import _quiet_worker_exit
     monkeypatch.setattr(sys, "unraisablehook", _quiet_worker_exit)
     Finaliser(SystemExit(1))
     assert capfd.readouterr().err == ""
@@ -269,7 +269,7 @@ def retried(tmp_path_factory) -> SimpleNamespace:
     folds are written, one of its trial workers is killed. Returns what each test checks."""
     import ray
 
-    from sweeps.engine.claim import ray_session
+    from sweeps.engine.run.claim import ray_session
     from sweeps.regression import main as regression
     storage = tmp_path_factory.mktemp("retried")
     seen = SimpleNamespace(root=storage / "twice", log=storage / "first.log", refusals=[])

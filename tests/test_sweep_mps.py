@@ -1,4 +1,4 @@
-"""Trials sharing a GPU under CUDA MPS (sweeps/engine/mps.py): where it applies, its refusals
+"""Trials sharing a GPU under CUDA MPS (sweeps/engine/run/mps.py): where it applies, its refusals
 before Ray, and -- on a machine with a CUDA GPU and NVIDIA's daemon -- a sweep whose trials are
 the clients of the daemon it started."""
 
@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import torch
 
-from sweeps.engine.mps import CONTROL, PIPE, MpsError, stop_for_this_process, wanted
+from sweeps.engine.run.mps import CONTROL, PIPE, MpsError, stop_for_this_process, wanted
 from tests.sweep_helpers import results, run_tiny
 
 pytestmark = pytest.mark.timeout(600)

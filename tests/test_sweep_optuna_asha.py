@@ -12,7 +12,7 @@ from sweeps.engine.study import open_study, searcher
 
 
 def result(folds_done: int, running_mean: float) -> dict:
-    """A trial's report after `folds_done` folds (sweeps.engine.trainable): its running CV mean."""
+    """A trial's report after `folds_done` folds (sweeps.engine.run.trainable): its running CV mean."""
     return {"objective": running_mean, "folds_done": folds_done, "training_iteration": folds_done}
 
 

@@ -15,7 +15,7 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
 from sweeps.api import SweepResult
-from sweeps.engine import trainable
+from sweeps.engine.run import trainable, trial
 from sweeps.engine.plan.planning import plan_sweep, points_of
 from sweeps.engine.common.store import ResultStore
 from tests.conftest import a_ray
@@ -82,7 +82,7 @@ def test_a_worker_runs_its_planned_configurations_without_validating_them(
     reports: list = []
     monkeypatch.setattr(trainable, "_restored_folds", set)       # no Tune session here
     monkeypatch.setattr(trainable, "_report", lambda metrics, done: reports.append(metrics))
-    monkeypatch.setattr(trainable, "_limit_device", lambda *a: None)   # this process's threads
+    monkeypatch.setattr(trial, "_limit_device", lambda *a: None)   # this process's threads
     monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)     # set back afterwards
     store = ResultStore(str(tmp_path / "store"))
     store.create()

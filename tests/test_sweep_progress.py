@@ -8,8 +8,8 @@ trainable's own summarise_pack from records."""
 
 from types import SimpleNamespace
 
-from sweeps.engine.progress import ProgressLine
-from sweeps.engine.trainable import summarise_pack
+from sweeps.engine.run.progress import ProgressLine
+from sweeps.engine.run.summaries import summarise_pack
 
 
 def record(model: str, rmse: float, fold: int = 0) -> dict:
@@ -146,7 +146,7 @@ def test_a_finished_sweep_shows_no_time_left_even_when_asha_stopped_trials_early
 
 def failed_row(tmp_path, config: dict):
     """The row StoreKeeper writes for `config`'s trial failing beside a finished trial's part."""
-    from sweeps.engine.progress import StoreKeeper
+    from sweeps.engine.run.progress import StoreKeeper
     from sweeps.engine.common.store import ResultStore
     store = ResultStore(str(tmp_path / "s"))
     store.create()
@@ -202,11 +202,12 @@ def test_the_best_has_every_fold_it_planned():
 def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_path):
     """A pack's trial raises PackMatesFailed when several of its configurations raised (the
     trainable's error: type and message of each)."""
-    from sweeps.engine.progress import StoreKeeper
+    from sweeps.engine.run.progress import StoreKeeper
     from sweeps.engine.plan.grids import regression_sweep
     from sweeps.engine.common.store import ResultStore
     from sweeps.engine.plan.planning import folds_of, trial_config
-    from sweeps.engine.trainable import PackMatesFailed, error_line
+    from sweeps.engine.run.trainable import PackMatesFailed
+    from sweeps.engine.run.summaries import error_line
     base = {**regression_sweep("diabetes", "demo").base, "folds": 2}
     configs = [trial_config({"n_members": m}, base, "s") for m in (2, 5, 10)]
     store = ResultStore(str(tmp_path / "s"))

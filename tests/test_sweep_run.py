@@ -3,7 +3,7 @@
 import pytest
 
 from analysis.report import write_report
-from sweeps.engine.resources import ResourceError
+from sweeps.engine.run.resources import ResourceError
 from tests.sweep_helpers import (LOGGED, ONE_AT_A_TIME, SEARCHED, assert_each_fold_once,
                                  config_keys, mlflow_runs, results, run_tiny)
 

@@ -61,7 +61,7 @@ from sweeps.engine.plan.planning import trial_key
 from sweeps.engine.serving import (ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN,  # noqa: F401
                                    pyfunc_model)
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.trainable import KEPT, copy_directory, kept_dir
+from sweeps.engine.run.kept import KEPT, copy_directory, kept_dir
 from sweeps.engine.common.tracking_uri import hide, login, mask
 
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where

@@ -21,12 +21,12 @@ from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS, TASKS
 from sbfn_dist.interfaces.summary import comparison_table
-from sweeps.engine.claim import Claim, refuse_while_running, take_over
+from sweeps.engine.run.claim import Claim, refuse_while_running, take_over
 from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
 from sweeps.engine.common.environment import ray_environment
 from sweeps.engine.common.next_steps import console_script, installed, python_module
 from sweeps.engine.plan.options import PAPER_FORMS
-from sweeps.engine.mps import under_mps
+from sweeps.engine.run.mps import under_mps
 from sweeps.engine.plan.packing import packs
 # plan, SweepOptions and result_store are also imported from here (sweep files, the commands).
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan, plan_sweep,
@@ -128,7 +128,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
         from sweeps.engine.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
-    from sweeps.engine.resources import Interruption
+    from sweeps.engine.run.resources import Interruption
     from sweeps.engine.common.store import RESULTS_FILE
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
         where = _connect(opts, held, interruption)
@@ -270,12 +270,12 @@ def _data_checked_here(opts: SweepOptions) -> bool:
 
 
 def _connect(opts: SweepOptions, held: Claim, interruption) -> str:
-    from sweeps.engine.resources import check_trial_fits, connect
+    from sweeps.engine.run.resources import check_trial_fits, connect
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
                              under_mps(opts))
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
     if session:
-        # what a kill leaves of it, the next run stops (sweeps/engine/claim.py)
+        # what a kill leaves of it, the next run stops (sweeps/engine/run/claim.py)
         held.record_ray(session)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
@@ -306,7 +306,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
     from ray import tune
 
     from sweeps.engine.common.environment import defaults_while
-    from sweeps.engine.trainable import sweep_trainable     # torch: only where trials run
+    from sweeps.engine.run.trainable import sweep_trainable
     # The plan goes to the object store once (with_parameters); each trial's config names its
     # configurations (sweeps.engine.plan.planning).
     trainable = tune.with_resources(
@@ -319,7 +319,7 @@ def _fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Plann
                                                    planned.configs_of)
     tuner = _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_)
     # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop
-    # (sweeps.engine.resources.Interruption)
+    # (sweeps.engine.run.resources.Interruption)
     tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
     with defaults_while(tune_settings):
         results = _fit_or_interrupted(tuner.fit, interruption)
@@ -353,7 +353,7 @@ def _pending_trials(opts: SweepOptions) -> dict:
     """Tune keeps one trial of a searcher waiting at a time unless a concurrency limit is set;
     while that one's worker starts, a finished trial's worker takes it (cancelling the start)
     and one trial runs at a time. A slot's worth waiting (Optuna) leaves a trial for the free
-    worker (sweeps.engine.resources.filling_slots); the grid's planned trials wait as Tune's
+    worker (sweeps.engine.run.resources.filling_slots); the grid's planned trials wait as Tune's
     own grid search keeps them (at least 200, 1.1 per CPU: an autoscaler sees the demand)."""
     if opts.max_concurrent:
         return {}
@@ -400,7 +400,7 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
 
 
 def _callbacks(spec, opts, store, configs, resolve):
-    from sweeps.engine.progress import ProgressLine, StoreKeeper
+    from sweeps.engine.run.progress import ProgressLine, StoreKeeper
     from sweeps.engine.ranking import configuration_ids
     from sweeps.engine.tracking import MLflowSweepLogger
     total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
@@ -438,7 +438,7 @@ def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
         # --verbose: Tune's own status tables too.
         progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=int(opts.verbose))
     tune_config, space = _search(spec, opts, store, planned, trial_packs_)
-    from sweeps.engine.resources import filling_slots
+    from sweeps.engine.run.resources import filling_slots
     tune_config.scheduler = filling_slots(tune_config.scheduler)   # every slot gets a trial
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
@@ -471,13 +471,13 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Pl
                   max_concurrent_trials=None if opts.search == "random" else opts.max_concurrent,
                   trial_name_creator=_trial_name, trial_dirname_creator=_trial_name)
     if opts.search == "grid":
-        from sweeps.engine.search import PlannedSearch
+        from sweeps.engine.run.search import PlannedSearch
         points = [planned.tune_config(pack) for pack in trial_packs_]
         return tune.TuneConfig(**common, search_alg=PlannedSearch(points),
                                num_samples=len(points)), {}
     from ray.tune.schedulers import ASHAScheduler
 
-    from sweeps.engine.search import sampled_space
+    from sweeps.engine.run.search import sampled_space
     space = sampled_space(spec.axes, {k: v[0] for k, v in spec.repeat_axis.items()})
     folds = len(folds_of(planned.configs[0]))
     # ASHA's rungs are folds here: a configuration whose running CV mean is in the bottom
@@ -492,7 +492,7 @@ def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: in
     """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py), or
     Tune's seeded random generator (--search random)."""
     if opts.search == "random":
-        from sweeps.engine.search import random_search
+        from sweeps.engine.run.search import random_search
         return random_search(opts.search_seed, opts.max_concurrent)
     from sweeps.engine.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,

@@ -49,7 +49,7 @@ from sweeps.engine.common.next_steps import console_script, python_module
 from sweeps.engine.plan.planning import folds_of
 from sweeps.engine.ranking import relabelled
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.trainable import summarise
+from sweeps.engine.run.summaries import summarise
 from sweeps.engine.common.tracking_uri import login, mask
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
@@ -228,7 +228,7 @@ class SweepTracker:
     # --- metrics ------------------------------------------------------------------------------
     def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
         """Fold k's own scores as `fold/<metric>/...` at step k, and the running CV means
-        (sweeps.engine.trainable.summarise) at step = folds done: the runs table shows the means."""
+        (sweeps.engine.run.summaries.summarise) at step = folds done: the runs table shows the means."""
         running = numeric_metrics(summary, self._summary_metric, stamp,
                                   int(summary.get("folds_done", 0)))
         part = self.store.read_part(config["trial_id"], fold) or []

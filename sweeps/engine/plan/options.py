@@ -112,7 +112,7 @@ SECONDS = Kind("a number of seconds >= 0", _number(0.0), float)
 MAPPING = Kind("a mapping (key: value)", _mapping)
 PACK = Kind(f"one of {', '.join(PACK_MODES)}", _one_of(PACK_MODES), choices=PACK_MODES)
 # auto: trials sharing a GPU of the sweep's own Ray run under an MPS daemon it starts where
-# one can run; on: or refused; off: time-sliced (sweeps/engine/mps.py decides and starts it).
+# one can run; on: or refused; off: time-sliced (sweeps/engine/run/mps.py decides and starts it).
 MPS_MODES = ("auto", "on", "off")
 MPS = Kind(f"one of {', '.join(MPS_MODES)}", _one_of(MPS_MODES), choices=MPS_MODES)
 # The model whose best mean drives search, "best so far" and the best configuration, per task.

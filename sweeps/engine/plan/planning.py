@@ -342,7 +342,7 @@ def _refuse_a_grid_of_ranges(spec: SweepSpec, opts: SweepOptions) -> None:
 
 # A grid this large is worth a word before it is planned: each configuration is validated here,
 # once (about 0.2 ms each on this machine: 3,845 in 0.75 s), and Ray Tune is then handed its
-# points one trial at a time (sweeps/engine/search.py; its grid generator used to copy the whole
+# points one trial at a time (sweeps/engine/run/search.py; its grid generator used to copy the whole
 # grid once per trial, quadratic: issue 21).
 LARGE_GRID = 2_000
 _noted: set = set()       # (sweep, size): planned again at the run, said once

@@ -8,7 +8,7 @@
 
 The four are Ray Tune's functions of the same name and meaning (tune.uniform, ...): a random
 search draws from them as Tune does, and OptunaSearch turns them into Optuna's Float and Int
-distributions (sweeps/engine/search.py). A range is parsed once, where a sweep file or dict is
+distributions (sweeps/engine/run/search.py). A range is parsed once, where a sweep file or dict is
 checked (sweeps/engine/plan/sweepfile.py), and checked against what its setting allows
 (sbfn_dist/settings/fields.py: ε in [0, 1], a positive learning rate, an integer M >= 1), so a
 bound outside it is refused in one line naming the axis, the bound and the fix, before Ray

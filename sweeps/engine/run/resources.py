@@ -23,7 +23,7 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     """Use a running Ray (already initialised here, or at --address), else start one on loopback.
     Returns where, and the session directory of a Ray started here (None for one not ours).
     `verbose` (--verbose): Ray's INFO lines too; `mps`: a Ray started here runs its trials
-    under an MPS daemon of this process (sweeps/engine/mps.py)."""
+    under an MPS daemon of this process (sweeps/engine/run/mps.py)."""
     import ray
     level = "INFO" if verbose else "ERROR"
     if ray.is_initialized():
@@ -38,7 +38,7 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and
     # refuses num_cpus there.
     if mps:
-        from sweeps.engine.mps import start_for_this_process
+        from sweeps.engine.run.mps import start_for_this_process
         start_for_this_process()
     started = ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
                        include_dashboard=False, logging_level=level)

@@ -19,7 +19,8 @@ from sbfn_dist.settings import records
 from sweeps.engine.plan.planning import folds_of, points_of, settings_of
 from sweeps.engine.plan.grids import axis_text
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.trainable import PackMatesFailed, error_line
+from sweeps.engine.run.trainable import PackMatesFailed
+from sweeps.engine.run.summaries import error_line
 
 
 def _clock(seconds: float) -> str:
@@ -235,7 +236,7 @@ class ProgressLine(Callback):
 
 
 def _summaries(trial) -> dict:
-    """Each configuration's running summary (sweeps.engine.trainable.summarise) by trial key."""
+    """Each configuration's running summary (sweeps.engine.run.summaries.summarise) by trial key."""
     return (trial.last_result or {}).get("configs") or {}
 
 
