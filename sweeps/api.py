@@ -34,12 +34,13 @@ from sweeps.engine.plan import sweepfile
 from sweeps.engine.plan.sweep_keys import SweepFileError, load
 from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
 from sweeps.engine.plan.planning import Planned, settings_of
-from sweeps.engine.ranking import (best_means, best_row as _best_row, by_configuration,
-                                   cv_means, planned_folds, ranked_rows, trials_of)
+from sweeps.engine.results.ranking import (best_means, best_row as _best_row, by_configuration,
+                                           cv_means, planned_folds, ranked_rows, trials_of)
 from sweeps.engine.plan.planning import SweepOptions, plan, result_store
 from sweeps.engine.runner import SweepOutcome, dry_run, run_sweep
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.results.recorded import ExportError, read_sweep, recorded_configs, tracking_store
 from sweeps.engine.plan.grid_files import grid_file
 from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
 
@@ -80,7 +81,7 @@ class SweepResult:
         """The configuration whose objective model (`objective`: sbfn_ls_linear, sbfn,
         --objective) has the best CV mean of `metric` (the task's: rmse lowest, accuracy
         highest) at its best setting, over every fold the configuration planned (an image
-        sweep's: every split, each split's trial its fold; sweeps.engine.ranking). Failed and
+        sweep's: every split, each split's trial its fold; sweeps.engine.results.ranking). Failed and
         diverged rows do not count, so a configuration missing a fold (stopped early by ASHA,
         interrupted, failed, diverged on one) is not ranked; nor are the M = 1 reference and
         the competitors. None when no configuration qualifies."""
@@ -98,8 +99,6 @@ class SweepResult:
         its configurations as they give them back (sweeps/engine/export.py); result_grid is
         None. objective: the model that ranks configurations (default: the sweep's own, as
         its sweep.json records it, else the task's: sbfn_ls_linear or sbfn)."""
-        from sweeps.engine.export import (ExportError, read_sweep, recorded_configs,
-                                          tracking_store)
         finished = read_sweep(str(path))
         models = sorted(set(finished.frame["model"]) - {""})
         if objective and objective not in models:
@@ -115,7 +114,7 @@ class SweepResult:
     def configuration(self, trial_id: str, metric: str | None = None) -> BestConfiguration:
         """The configuration `trial_id` at the best setting of its objective model (as best()
         describes the best one); refused where it has no model with every fold ok."""
-        from sweeps.engine.export import ExportError, check_ensemble
+        from sweeps.engine.results.refit import check_ensemble      # torch: image kinds
         self._rows_of(trial_id)          # an unknown id: one line naming the sweep's
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
@@ -136,7 +135,6 @@ class SweepResult:
         return self._described(means.loc[_best_row(means, metric)], metric)
 
     def _rows_of(self, trial_id: str) -> pd.DataFrame:
-        from sweeps.engine.export import ExportError
         rows = self.frame[self.frame["trial_id"] == trial_id]
         if not len(rows):
             keys = list(dict.fromkeys(self.frame["trial_id"]))
@@ -165,7 +163,8 @@ class SweepResult:
         or on the training part of a held-out split or of `fold` -- or, where the sweep kept
         that fold's model (--keep-models best), that model itself (sweeps/engine/export.py).
         save_to: also save it there and log it to MLflow (export), printing where."""
-        from sweeps.engine.export import refit, report
+        from sweeps.engine.results.refit import refit
+        from sweeps.engine.export import report
         if save_to is not None:
             exported = self.export(save_to, config=config, fold=fold, metric=metric,
                                    mlflow=mlflow, mlflow_uri=mlflow_uri)
@@ -189,8 +188,7 @@ class SweepResult:
             return self.configuration(config, metric)
         best = self.best(metric)
         if best is None:
-            from sweeps.engine.export import ExportError
-            raise ExportError("no configuration of this sweep has every fold ok, so none is "
+                raise ExportError("no configuration of this sweep has every fold ok, so none is "
                               "the best: name one with --config (config=...)")
         return best
 

@@ -3,7 +3,7 @@
     python -m sweeps.relog results/<name> [--mlflow-uri URI]
 
 A sweep whose tracking store stopped answering keeps going and saves each logging operation
-that failed (sweeps/engine/tracking.py); this applies them in their order, reading the records from
+that failed (sweeps/engine/tell/tracking.py); this applies them in their order, reading the records from
 the results directory, and keeps only those that fail again. Runs are found by their tags, so
 nothing is logged twice into a second run.
 
@@ -18,7 +18,8 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tracking import Ledger, SweepTracker, client_environment, describe, first_line
+from sweeps.engine.tell.tracking import (Ledger, SweepTracker, client_environment, describe,
+                                         first_line)
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide
 
 

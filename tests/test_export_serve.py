@@ -28,8 +28,10 @@ from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces.estimators import SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep, SweepResult
-from sweeps.engine.export import (SavedSBFN, check_recorded, factory_code, read_sweep,
-                                  recorded_configs, refit)
+from sweeps.engine.tell.serving import SavedSBFN
+from sweeps.engine.results.recorded import check_recorded, read_sweep, recorded_configs
+from sweeps.engine.tell.mlflow_model import factory_code
+from sweeps.engine.results.refit import refit
 from sweeps.engine.plan.planning import trial_key
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy

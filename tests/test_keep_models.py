@@ -22,7 +22,7 @@ from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import SBFNClassifier, SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep
-from sweeps.engine.export import refit
+from sweeps.engine.results.refit import refit
 from sweeps.engine.plan.options import add_flags
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.sweep_keys import SweepFileError

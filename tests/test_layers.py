@@ -45,7 +45,8 @@ def test_a_tabular_sweeps_driver_plans_and_checks_its_trials_without_torch(tmp_p
     code = f"""
 import sys
 from sweeps import regression
-from sweeps.engine import runner, tracking
+from sweeps.engine import runner
+from sweeps.engine.tell import tracking
 from sweeps.engine.run import progress, trainable
 from sweeps.engine.plan.grids import smoke
 from sbfn_dist.folds import check_data

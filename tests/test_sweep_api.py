@@ -25,7 +25,7 @@ from sweeps.engine import image_commands as images
 from sweeps.engine.plan import grid_files
 from sweeps.engine.common.environment import RAY_DEFAULTS
 from sweeps.engine.plan.planning import Planned
-from sweeps.engine.ranking import trials_of
+from sweeps.engine.results.ranking import trials_of
 from sweeps.engine.plan.planning import plan
 from sweeps.engine.plan.grids import smoke as smoke_of
 from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file

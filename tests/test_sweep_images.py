@@ -241,7 +241,7 @@ def test_smoke_runs_on_a_folder_too_small_for_its_parts(folder):
 def test_a_model_exported_from_an_npz_sweep_answers_the_files_own_labels(tmp_path):
     """Integer labels answered as text ('0', '1'): scoring the exported model on the file's y
     raised "Mix of label input types (string and number)"."""
-    from sweeps.engine.export import refit
+    from sweeps.engine.results.refit import refit
     from sbfn_dist.settings.config import TrialConfig
     rng = np.random.default_rng(0)
     y = np.arange(120) % 4

@@ -251,7 +251,7 @@ def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits
     """Each split is a trial of its own: the parent's best accuracy is the best configuration's
     mean over its splits (0.65), not the luckiest split's 0.8."""
     from sweeps.engine.common.store import ResultStore
-    from sweeps.engine.tracking import SweepTracker
+    from sweeps.engine.tell.tracking import SweepTracker
     store = ResultStore(str(tmp_path / "results"))
     store.create()
     for key, fold, accuracy in (("A0", 0, 0.5), ("A1", 1, 0.8), ("B0", 0, 0.6), ("B1", 1, 0.6)):

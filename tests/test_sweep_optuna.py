@@ -14,7 +14,8 @@ from ray import tune
 
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.study import check_study, open_study, publish_copy, searcher, study_file, where_note
+from sweeps.engine.tell.study import (check_study, open_study, publish_copy, searcher, study_file,
+                                      where_note)
 from tests.sweep_helpers import ONE_AT_A_TIME, SEARCHED, TINY
 
 pytestmark = pytest.mark.timeout(600)

@@ -99,7 +99,7 @@ def test_the_printed_report_command_runs_as_pasted_from_where_the_sweep_ran(tmp_
 def test_a_configuration_stopped_early_never_tops_the_end_table():
     # ASHA stopped one configuration after a lucky first fold: its one-fold mean once topped the
     # table over a configuration measured on all five folds (SweepResult.best already ranked
-    # only complete ones: sweeps.engine.ranking, shared now).
+    # only complete ones: sweeps.engine.results.ranking, shared now).
     from types import SimpleNamespace
     from sweeps.engine.plan.planning import folds_of, trial_config
     base = regression_sweep("diabetes", "demo").base

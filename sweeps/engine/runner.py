@@ -2,7 +2,7 @@
 
     results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
                      mlflow.db + mlartifacts/ (default tracking store),
-                     optuna.db (--search optuna: the study, sweeps/engine/study.py)
+                     optuna.db (--search optuna: the study, sweeps/engine/tell/study.py)
 """
 
 import json
@@ -96,7 +96,7 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
     refuse_while_running(store, opts.name)
     _refuse_another_sweep(store, opts, [c["trial_id"] for c in configs])
     if opts.search == "optuna":
-        from sweeps.engine.study import check_study
+        from sweeps.engine.tell.study import check_study
         check_study(store, opts.name, opts.resume)
 
 
@@ -125,7 +125,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     configs = planned.configs
     spec_record = _check_store(store, spec, opts, configs)
     if opts.search == "optuna":
-        from sweeps.engine.study import check_study
+        from sweeps.engine.tell.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     warm = _warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     from sweeps.engine.run.resources import Interruption
@@ -169,9 +169,9 @@ def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultSt
     configuration's folds."""
     if opts.keep_models != "best":
         return
-    from sweeps.engine.export import keep_only
-    from sweeps.engine.ranking import best_means, best_row, trials_of
-    # As SweepResult.best ranks them (sweeps.engine.ranking), by the task's metric.
+    from sweeps.engine.results.keep_best import keep_only
+    from sweeps.engine.results.ranking import best_means, best_row, trials_of
+    # As SweepResult.best ranks them (sweeps.engine.results.ranking), by the task's metric.
     configs = outcome.plan.configs
     means = best_means(outcome.table, outcome.objective, TASKS[outcome.task].scores, configs)
     best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
@@ -218,7 +218,7 @@ def _refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: lis
 def _study_note(opts: SweepOptions, store: ResultStore) -> str:
     if opts.search != "optuna":
         return ""
-    from sweeps.engine.study import where_note
+    from sweeps.engine.tell.study import where_note
     return where_note(store)
 
 
@@ -226,7 +226,7 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
     """The study's URL and its copy beside remote results (made now), for the summary."""
     if opts.search != "optuna":
         return None, None
-    from sweeps.engine.study import publish_copy, study_url
+    from sweeps.engine.tell.study import publish_copy, study_url
     return study_url(store), publish_copy(store)
 
 
@@ -387,7 +387,7 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
     def warm():
         if not opts.mlflow:
             return
-        from sweeps.engine.tracking import open_experiment
+        from sweeps.engine.tell.tracking import open_experiment
         uri, artifacts = _tracking_store(opts, store)
         try:
             open_experiment(uri, opts.name, artifacts)
@@ -401,8 +401,8 @@ def _warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
 
 def _callbacks(spec, opts, store, configs, resolve):
     from sweeps.engine.run.progress import ProgressLine, StoreKeeper
-    from sweeps.engine.ranking import configuration_ids
-    from sweeps.engine.tracking import MLflowSweepLogger
+    from sweeps.engine.results.ranking import configuration_ids
+    from sweeps.engine.tell.tracking import MLflowSweepLogger
     total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
         opts.num_samples * len(folds_of(configs[0]))
     progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
@@ -489,12 +489,12 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Pl
 
 
 def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
-    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/study.py), or
+    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/tell/study.py), or
     Tune's seeded random generator (--search random)."""
     if opts.search == "random":
         from sweeps.engine.run.search import random_search
         return random_search(opts.search_seed, opts.max_concurrent)
-    from sweeps.engine.study import open_study, searcher
+    from sweeps.engine.tell.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
               "objective": f"CV mean {metric_of(spec.task)} of "
                            f"{opts.objective or 'the best model'}"}
@@ -602,11 +602,11 @@ def failed_trials(table: pd.DataFrame) -> dict:
 
 def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd.DataFrame:
     """The rows the end table ranks: those of the configurations with every planned fold, when
-    any has them (sweeps.engine.ranking: an ASHA-stopped configuration's mean over its first
+    any has them (sweeps.engine.results.ranking: an ASHA-stopped configuration's mean over its first
     folds once topped the table); the others are named as left out."""
     if outcome.plan is None:
         return rows
-    from sweeps.engine.ranking import by_configuration, planned_folds, with_every_fold
+    from sweeps.engine.results.ranking import by_configuration, planned_folds, with_every_fold
     configs = outcome.plan.configs
     whole = with_every_fold(by_configuration(rows, configs), planned_folds(configs))
     left_out = rows["trial_id"].nunique() - whole["trial_id"].nunique()
@@ -665,7 +665,7 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     print(f"\nresults:  {where}/results.parquet", file=out)
     if outcome.tracking_uri:
         print(f"MLflow:   {outcome.tracking_uri} (experiment '{opts.name}')", file=out)
-        from sweeps.engine.tracking import ui_hint
+        from sweeps.engine.tell.tracking import ui_hint
         print(ui_hint(outcome.tracking_uri, opts.name), file=out)
     if outcome.study:
         copy = f"; a copy at {outcome.study_copy}" if outcome.study_copy else ""

@@ -72,7 +72,7 @@ def pyfunc_model():
 # (Models logged before this module existed import pyfunc_model from sweeps.engine.export,
 # which still has it.)
 MODEL_CODE = """import mlflow
-from sweeps.engine.serving import pyfunc_model
+from sweeps.engine.tell.serving import pyfunc_model
 
 mlflow.models.set_model(pyfunc_model()())
 """

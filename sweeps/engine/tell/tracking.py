@@ -47,7 +47,7 @@ from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.common.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.common.next_steps import console_script, python_module
 from sweeps.engine.plan.planning import folds_of
-from sweeps.engine.ranking import relabelled
+from sweeps.engine.results.ranking import relabelled
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.run.summaries import summarise
 from sweeps.engine.common.tracking_uri import login, mask
@@ -153,7 +153,7 @@ class SweepTracker:
         {"op": "finish", "config": c, "status": "FINISHED" | "FAILED"}
         {"op": "end", "groups": g}                       the parent's summary, from the records
                                                          (g: trial id -> configuration id,
-                                                         sweeps.engine.ranking.configuration_ids)
+                                                         sweeps.engine.results.ranking.configuration_ids)
     """
 
     def __init__(self, tracking_uri: str, sweep: dict, store: ResultStore,
