@@ -2,7 +2,7 @@
 do) vs 1, with the GPU time-sliced between them (the default) and under CUDA MPS.
 
 Ray's fractional GPUs are logical: four 0.25-GPU trials are four processes on one card, each
-capping its memory at a quarter (as sweeps/engine/run/trainable.py does). This benchmark runs exactly
+capping its memory at a quarter (as sweeps/engine/run/trial.py does). This benchmark runs exactly
 that, without Ray (the GPU machine has no Ray): P worker processes start together, each trains
 an M-member stack with the library's loop (`train_cnn_pack`: bf16 + the CUDA graph, both heads,
 benchmarks.bench_image_gpu.train_rate) on random CIFAR-shaped images for a fixed time, and counts

@@ -18,7 +18,7 @@ from benchmarks.common import cli, machine, median, table
 from sbfn_dist.experiment import run_trial
 from sweeps.regression import build
 from sweeps.engine.plan.planning import plan
-from sweeps.engine.runner import run_sweep
+from sweeps.engine.sweep import run_sweep
 from sweeps.engine.plan.grids import smoke
 from sweeps.engine.plan.planning import folds_of
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from benchmarks.common import machine, table
 from sweeps import Sweep
-from sweeps.engine.runner import run_sweep
+from sweeps.engine.sweep import run_sweep
 
 TARGET_RATIO = 1.2
 SLOTS = 2

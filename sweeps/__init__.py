@@ -1,6 +1,7 @@
 """Ray Tune sweeps over sbfn_dist trials (docs/sweeps.md). This folder holds what users call by
 name -- the commands (`python -m sweeps.regression`, `sweeps.cifar10`, `sweeps run FILE`, ...)
-and the Python API (api.py); sweeps/engine/ holds everything they call (docs/design.md).
+and the Python API (api.py); sweeps/commands/ holds what the commands share, sweeps/engine/
+everything they call (docs/design.md).
 
     from sweeps import Sweep
     result = Sweep.from_yaml("my-sweep.yaml").run()    # .frame, .result_grid, .path
@@ -11,7 +12,7 @@ and the API's names load on first use.
 """
 
 _EXPORTS = {"Sweep": "sweeps.api", "SweepResult": "sweeps.api",
-            "SweepFileError": "sweeps.engine.plan.sweepfile"}
+            "SweepFileError": "sweeps.engine.plan.sweep_keys"}
 __all__ = list(_EXPORTS)
 
 

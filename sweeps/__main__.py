@@ -20,7 +20,7 @@ from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 from sweeps.engine.plan.grid_files import grid_file
 from sweeps.engine.plan.sweep_keys import load
 from sweeps.api import Sweep
-from sweeps.engine.commands import run
+from sweeps.commands.common import run
 from sweeps.engine.plan.options import BY_NAME, add_flags, given, into_definition
 
 
@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build(argv):
-    """(spec, args, options) for sweeps.engine.commands.run, which runs it and reports errors
+    """(spec, args, options) for sweeps.commands.common.run, which runs it and reports errors
     in one line. A flag replaces the file's key of the same option; --set joins the file's
     settings."""
     args = parser().parse_args(argv)

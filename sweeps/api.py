@@ -26,23 +26,24 @@ from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
+from sbfn_dist.settings import catalog
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
+from sweeps.commands.tabular import DEFAULT_DATASET, DEFAULT_GRID
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.outcome import SweepOutcome
 from sweeps.engine.plan import sweepfile
-from sweeps.engine.plan.sweep_keys import SweepFileError, load
+from sweeps.engine.plan.grid_files import grid_file
+from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
-from sweeps.engine.plan.planning import Planned, settings_of
+from sweeps.engine.plan.planning import Planned, SweepOptions, plan, result_store, settings_of
+from sweeps.engine.plan.sweep_keys import SweepFileError, load
 from sweeps.engine.results.ranking import (best_means, best_row as _best_row, by_configuration,
                                            cv_means, planned_folds, ranked_rows, trials_of)
-from sweeps.engine.plan.planning import SweepOptions, plan, result_store
-from sweeps.engine.runner import SweepOutcome, dry_run, run_sweep
-from sweeps.engine.plan.grids import SweepSpec
-from sweeps.engine.common.store import ResultStore
-from sweeps.engine.results.recorded import ExportError, read_sweep, recorded_configs, tracking_store
-from sweeps.engine.plan.grid_files import grid_file
-from sweeps.engine.tabular_commands import DEFAULT_DATASET, DEFAULT_GRID
+from sweeps.engine.results.recorded import (ExportError, read_sweep, recorded_configs,
+                                            tracking_store)
+from sweeps.engine.sweep import dry_run, run_sweep
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class SweepResult:
     @classmethod
     def open(cls, path, objective: str | None = None) -> "SweepResult":
         """A finished (or stopped) sweep read back from its results directory: its records and
-        its configurations as they give them back (sweeps/engine/export.py); result_grid is
+        its configurations as they give them back (sweeps/engine/results/recorded.py); result_grid is
         None. objective: the model that ranks configurations (default: the sweep's own, as
         its sweep.json records it, else the task's: sbfn_ls_linear or sbfn)."""
         finished = read_sweep(str(path))
@@ -114,7 +115,7 @@ class SweepResult:
     def configuration(self, trial_id: str, metric: str | None = None) -> BestConfiguration:
         """The configuration `trial_id` at the best setting of its objective model (as best()
         describes the best one); refused where it has no model with every fold ok."""
-        from sweeps.engine.results.refit import check_ensemble      # torch: image kinds
+        from sweeps.engine.results.refit import check_ensemble  # torch: image kinds
         self._rows_of(trial_id)          # an unknown id: one line naming the sweep's
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
@@ -161,10 +162,10 @@ class SweepResult:
         (SBFNRegressor / SBFNClassifier): its recorded settings, its objective model at its best
         setting as the combiner, refitted on all rows of a cross-validation (the final model)
         or on the training part of a held-out split or of `fold` -- or, where the sweep kept
-        that fold's model (--keep-models best), that model itself (sweeps/engine/export.py).
+        that fold's model (--keep-models best), that model itself (sweeps/engine/results/refit.py).
         save_to: also save it there and log it to MLflow (export), printing where."""
-        from sweeps.engine.results.refit import refit
         from sweeps.engine.export import report
+        from sweeps.engine.results.refit import refit
         if save_to is not None:
             exported = self.export(save_to, config=config, fold=fold, metric=metric,
                                    mlflow=mlflow, mlflow_uri=mlflow_uri)

@@ -14,7 +14,7 @@ with a class column. Common options (Ray, storage, MLflow, resume): --help.
 
 import sys
 
-from sweeps.engine.tabular_commands import command
+from sweeps.commands.tabular import command
 
 build, main = command("classification", __doc__)
 

@@ -1,9 +1,9 @@
 """`python -m sweeps.images --dataset NAME|npz:PATH|folder:PATH`: the image sweep on any image
-data set, yours too (options: --help, sweeps/engine/image_commands.py)."""
+data set, yours too (options: --help, sweeps/commands/images.py)."""
 
 import sys
 
-from sweeps.engine.image_commands import ANY, main_for
+from sweeps.commands.images import ANY, main_for
 
 if __name__ == "__main__":
     sys.exit(main_for(ANY))

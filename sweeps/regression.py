@@ -11,7 +11,7 @@ the same folds. Common options (Ray, storage, MLflow, resume): --help.
 
 import sys
 
-from sweeps.engine.tabular_commands import command
+from sweeps.commands.tabular import command
 
 build, main = command("regression", __doc__)
 

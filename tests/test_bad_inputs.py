@@ -22,7 +22,7 @@ from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
 from sbfn_dist.interfaces.cli import main as trial_command
 from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
-from sweeps.engine.image_commands import main_for
+from sweeps.commands.images import main_for
 from sweeps.regression import main as regression
 from sweeps.relog import main as relog_command
 

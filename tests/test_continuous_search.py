@@ -26,7 +26,7 @@ from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
 from sweeps.engine.plan.ranges import Range, parse_range
 from sweeps.engine.plan.planning import plan_sweep
-from sweeps.engine.runner import print_plan
+from sweeps.engine.before_ray import print_plan
 from sweeps.engine.run.search import sampled_space
 from tests.conftest import a_ray
 

@@ -21,7 +21,7 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
-from sweeps.engine.runner import run_sweep
+from sweeps.engine.sweep import run_sweep
 from sweeps.engine.plan.grids import regression_sweep, smoke
 from tests.sweep_helpers import ONE_AT_A_TIME, assert_each_fold_once, results
 

@@ -45,7 +45,7 @@ def test_a_tabular_sweeps_driver_plans_and_checks_its_trials_without_torch(tmp_p
     code = f"""
 import sys
 from sweeps import regression
-from sweeps.engine import runner
+from sweeps.engine.plan import planning
 from sweeps.engine.tell import tracking
 from sweeps.engine.run import progress, trainable
 from sweeps.engine.plan.grids import smoke
@@ -53,7 +53,7 @@ from sbfn_dist.folds import check_data
 args = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", {str(tmp_path)!r}]
 assert regression.main([*args, "--dry-run"]) == 0
 spec, _, opts = regression.build(args)
-planned = runner.plan_sweep(smoke(spec), opts)
+planned = planning.plan_sweep(smoke(spec), opts)
 check_data(planned.configs)
 print(len(planned.configs), "torch" in sys.modules)
 """

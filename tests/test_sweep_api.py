@@ -21,7 +21,7 @@ import yaml
 from sweeps import Sweep, SweepFileError, SweepResult
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
-from sweeps.engine import image_commands as images
+from sweeps.commands import images
 from sweeps.engine.plan import grid_files
 from sweeps.engine.common.environment import RAY_DEFAULTS
 from sweeps.engine.plan.planning import Planned

@@ -13,7 +13,7 @@ from unittest import mock
 import pytest
 
 from sweeps.classification import main as classification
-from sweeps.engine.image_commands import main_for
+from sweeps.commands.images import main_for
 from sbfn_dist.interfaces.cli import main as cli_main
 from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
 from sbfn_dist.interfaces.usage import ListOf

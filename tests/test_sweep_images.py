@@ -13,9 +13,9 @@ from PIL import Image
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.folds import check_data
 from sweeps.api import Sweep
-from sweeps.engine.image_commands import ANY, build_for, main_for
+from sweeps.commands.images import ANY, build_for, main_for
 from sweeps.engine.plan.planning import SweepOptions, plan
-from sweeps.engine.runner import on_trial_device
+from sweeps.engine.before_ray import on_trial_device
 # own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
 from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
 

@@ -12,8 +12,8 @@ from sbfn_dist.errors import SbfnError
 from sweeps import Sweep
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
-from sweeps.engine import image_commands as images
-from sweeps.engine import tabular_commands as tabular
+from sweeps.commands import images
+from sweeps.commands import tabular
 from sweeps.engine.plan.options import DEFAULTS, OPTIONS, gpu_share
 from sweeps.engine.plan.planning import SweepOptions
 from sweeps.engine.plan.sweep_keys import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS

@@ -63,7 +63,7 @@ def ensembles(planned) -> list[int]:
 
 # ------------------------------------------------------------------ planned once, trusted after
 def test_each_configuration_is_validated_once_when_a_sweep_is_planned(tmp_path, validations):
-    from sweeps.engine.runner import _check_data
+    from sweeps.engine.before_ray import _check_data
     sweep = tiny(tmp_path)
     validations.clear()           # making the Sweep checked its definition
     planned = plan_sweep(sweep.spec, sweep.options)

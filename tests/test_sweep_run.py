@@ -115,7 +115,7 @@ def test_optuna_search_samples_the_grid_axes_with_a_seeded_tpe(shared_sweeps):
 
 def test_asking_for_gpus_the_cluster_lacks_fails_at_once(tmp_path):
     from sweeps.regression import build
-    from sweeps.engine.runner import run_sweep
+    from sweeps.engine.sweep import run_sweep
     spec, args, opts = build(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
                               "--storage", str(tmp_path)])
     opts.num_gpus, opts.gpus_per_trial = 1, 0.25
@@ -127,7 +127,7 @@ def test_on_a_cluster_a_trial_no_node_fits_yet_waits_for_the_autoscaler(tmp_path
     """cluster.yaml's head has no CPU and its workers start at zero: a CPU-only sweep must wait
     for a worker too (tests/test_cluster_autoscaler.py gets one); this Ray never adds any."""
     from sweeps.regression import build
-    from sweeps.engine.runner import run_sweep
+    from sweeps.engine.sweep import run_sweep
     spec, _, opts = build(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
                            "--storage", str(tmp_path), "--address", "auto", "--cpus-per-trial", "4"])
     opts.node_wait_s = 1        # no node ever comes: any wait elapses in full

@@ -222,7 +222,7 @@ def test_a_sweep_listed_in_another_order_resumes(tmp_path):
     """A sweep started before its grid's order changed keeps resuming: the same trials count."""
     from dataclasses import replace
 
-    from sweeps.engine.runner import _check_store
+    from sweeps.engine.sweep import _check_store
     from sweeps.engine.plan.planning import result_store
     spec = image_sweep("digits", splits=1)
     opts = SweepOptions(name="x", storage=str(tmp_path))

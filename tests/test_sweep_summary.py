@@ -6,7 +6,7 @@ import io
 import pandas as pd
 
 from sweeps.engine.plan.planning import SweepOptions
-from sweeps.engine.runner import SweepOutcome, print_summary
+from sweeps.engine.outcome import SweepOutcome, print_summary
 from sweeps.engine.plan.grids import image_sweep, regression_sweep
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.collect import sweep_info
 from sbfn_dist.interfaces import saved
 from sbfn_dist.settings.tasks import TASKS
-from analysis.collect import sweep_info
 from sweeps.engine.common.next_steps import console_script, interpreter
 from sweeps.engine.common.tracking_uri import hide, mask
 from sweeps.engine.results.recorded import ExportError, Finished, check_recorded, tracking_store
@@ -37,6 +37,7 @@ from sweeps.engine.results.refit import Refit, refit
 from sweeps.engine.tell.mlflow_model import Logged, log_model
 # pyfunc_model too: models logged before 2026-11-28 import it from here.
 from sweeps.engine.tell.serving import pyfunc_model  # noqa: F401
+from sweeps.engine.tell.tracking import first_line
 
 
 @dataclass
@@ -85,7 +86,6 @@ def export(finished: Finished, config: dict, model: str, model_params: dict, out
         exported.logged = log_model(finished, path, made, _model_name(config, made.fold), tags,
                                     uri)
     except Exception as exc:  # noqa: BLE001 - MLflow, HTTP, sqlite errors: the model is saved
-        from sweeps.engine.tell.tracking import first_line
         exported.note = (f"not logged to MLflow ({type(exc).__name__}: {first_line(exc)}); the "
                          "model is saved: run the export again once the tracking store answers")
         exported.failed = True

@@ -32,6 +32,7 @@ import logging
 import os
 import sys
 
+
 RAY_DEFAULTS = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
                 "RAY_AIR_NEW_OUTPUT": "0", "RAY_prestart_worker_first_driver": "0"}
 # Each library sets its own logger to INFO when first imported (so a level set earlier is

@@ -6,7 +6,7 @@
     <root>/results.parquet       every part in one table, merged by the driver when a run ends
                                  (finished, interrupted or failed); while a run goes on, parts/
                                  is the table (analysis.collect reads it)
-    <root>/mlflow-unlogged.json  MLflow logging that did not reach the store (engine/tracking.py)
+    <root>/mlflow-unlogged.json  MLflow logging that did not reach the store (engine/tell/tracking.py)
 
 Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites
 instead of duplicating, and a trial that finds its fold's part already there skips the work.

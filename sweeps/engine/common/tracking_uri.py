@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sbfn_dist.errors import SbfnError
 
+
 HTTP = ("http", "https")
 CREDENTIAL_VARIABLES = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 # A URI with a user part (scheme://USERINFO@...), wherever it appears in a text.

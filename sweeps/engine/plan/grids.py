@@ -20,13 +20,14 @@ Settings the grids do not name are the library's defaults for the trial
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from sbfn_dist.settings import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
+from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.plan.grid_files import Grid, image_grid, named_grid
-from sweeps.engine.plan.ranges import is_range
 from sweeps.engine.plan.options import OBJECTIVES, SEARCHES
+from sweeps.engine.plan.ranges import is_range
+
 
 # Paper, Table "hyper" (tab:hyperparams): the λ2 values every regression trial evaluates.
 PAPER_LAMBDA2 = (0.0, 3.0, 5.0, 7.0)
@@ -100,7 +101,7 @@ class SweepSpec:
     extra_trials: tuple = ()      # overrides outside the product (competitors)
     reference_lr_factors: tuple = ()   # one M = 1 reference per factor of the trials' lr
     repeat_axis: dict = field(default_factory=dict)  # seeds (tables) or splits (images)
-    per_fold: bool = False        # each trial repeated per fold of its split (runner.plan)
+    per_fold: bool = False        # each trial repeated per fold of its split (planning.plan)
     innermost: str | None = None  # the axis crossed last: its values' trials run side by side
 
     @property
@@ -308,6 +309,6 @@ def _holds(dataset: str, settings: dict) -> bool:
     cannot be made says yes: the sweep's data check then names the problem)."""
     if not catalog.prefix_of(dataset):
         return True
-    from sbfn_dist.data.image_files import count_images      # numpy and torch: images only
+    from sbfn_dist.data.image_files import count_images  # numpy and torch: images only
     n = count_images(catalog.absolute(dataset))
     return n is None or n >= sum(settings[k] for k in SMOKE_PARTS)

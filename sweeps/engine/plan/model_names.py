@@ -8,9 +8,9 @@ a trial may take are the library's (sbfn_dist.settings.tasks: a task's combiners
 registry); the models a trial computes are its config's fields that name them.
 """
 
-from sbfn_dist.errors import ConfigError
+from sbfn_dist.errors import ConfigError, did_you_mean
 from sbfn_dist.settings.tasks import ESTIMATORS, TASKS
-from sbfn_dist.errors import did_you_mean
+
 
 # The config fields whose names are the models of a trial's records (sbfn_dist.experiment:
 # one model per combiner, competitor and plug-in).

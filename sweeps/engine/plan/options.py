@@ -1,7 +1,7 @@
 """Every run option of a sweep, declared once: what it allows, its default, its help, its flag,
 its sweep-file key and where it applies. The flags of every sweep command (`common_parser`), the
 keys of a sweep file (sweeps/engine/plan/sweepfile.py) and SweepOptions' defaults
-(sweeps/engine/runner.py) are made from this table, so a new option is one row here.
+(sweeps/engine/plan/planning.py) are made from this table, so a new option is one row here.
 
     --num-cpus 4                    a flag: every sweep command and `python -m sweeps run FILE`
     resources: {num_cpus: 4}        its key in a sweep file (or a dict: Sweep.from_dict)
@@ -125,7 +125,7 @@ OBJECTIVES = {"regression": "sbfn_ls_linear", "classification": "sbfn"}
 # The paper's own s-BFN of each task (its feature map; Algorithm 2's head, on the fly).
 PAPER_FORMS = {"regression": "sbfn_ls", "classification": "sbfn"}
 # grid: every planned point; optuna: TPE over the axes; random: Tune's own draws of them
-# (sweeps/engine/runner.py). A range axis (uniform(0, 1), ...) takes optuna or random.
+# (sweeps/engine/tune.py). A range axis (uniform(0, 1), ...) takes optuna or random.
 SEARCHES = ("grid", "optuna", "random")
 SEARCH = Kind(f"one of {', '.join(SEARCHES)}", _one_of(SEARCHES), choices=SEARCHES)
 # best: each trial saves its objective model per fold, and the sweep's end deletes all but the
@@ -224,7 +224,7 @@ OPTIONS = (
            "default and where it applies: --list-fields", "none", flag="--set", runner=False),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
-# SweepOptions' defaults (sweeps/engine/runner.py reads them from here).
+# SweepOptions' defaults (sweeps/engine/plan/planning.py reads them from here).
 DEFAULTS = {o.name: o.default for o in OPTIONS if o.runner}
 
 

@@ -17,8 +17,9 @@ grouped convolutions get slower per group as groups are added (docs/benchmarks.m
 
 import math
 
-from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.folds import pack_key
+from sbfn_dist.settings.config import TrialConfig
+
 
 PACK_MODES = ("auto", "on", "off")
 # Hidden-to-hidden weights of one pack, at most: 500k float32 weights are 2 MB, the L2 cache of

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field, replace
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
-from sweeps.engine.plan.ranges import has_ranges, is_range
-from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
-from sweeps.engine.plan.options import DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, gpu_share
-from sweeps.engine.plan.packing import PACK_MODES
-from sweeps.engine.plan.grids import SweepSpec, axis_text
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide, mask
+from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
+from sweeps.engine.plan.options import DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, gpu_share
+from sweeps.engine.plan.packing import PACK_MODES, packs
+from sweeps.engine.plan.ranges import has_ranges, is_range
 
 
 @dataclass
@@ -375,3 +375,28 @@ def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kin
         raise ConfigError(key, value, f"a setting that applies to some trial of this sweep; it "
                           f"applies only to {config_field(key).where} (this sweep: {kind}); "
                           "leave it out")
+
+
+def trial_slots(opts: SweepOptions) -> int:
+    """How many trials run at once: --max-concurrent, else the CPUs (of the connected Ray, or of
+    this machine before it starts) over the CPUs per trial."""
+    if opts.max_concurrent:
+        return opts.max_concurrent
+    # A Ray never imported is not initialised; importing it here (a dry run) would fix where a
+    # later local Ray binds before the sweep sets its environment (sweeps/engine/common/environment.py).
+    ray = sys.modules.get("ray")
+    cpus = (ray.cluster_resources().get("CPU", 1) if ray and ray.is_initialized()
+            else opts.num_cpus or os.cpu_count() or 1)
+    return max(1, int(cpus // opts.cpus_per_trial))
+
+
+def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
+    """The configurations of each Ray trial (sweeps.engine.plan.packing); Optuna samples one at a
+    time."""
+    return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))
+
+
+def kept_model(opts: SweepOptions) -> str:
+    """The model whose fitted folds trials keep (--keep-models best): the sweep's objective,
+    the one SweepResult.best ranks by; "" for none."""
+    return opts.objective if opts.keep_models == "best" else ""

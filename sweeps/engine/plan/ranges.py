@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
 
+
 # Each kind's arguments and an example of it (shown where one is refused).
 KINDS = {"uniform": ("a, b", "uniform(0, 1)"),
          "loguniform": ("a, b", "loguniform(0.0001, 0.1)"),

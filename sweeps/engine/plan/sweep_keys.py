@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
+from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import MEMBER_SEPARATOR
 from sweeps.engine.plan import options as run_options
+from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
                                        refuse_range_in_settings)
-from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 
 
 class SweepFileError(SbfnError):

@@ -1,0 +1,3 @@
+"""Floor 3 of the engine, what a sweep leaves: how its configurations rank (ranking.py), a
+finished sweep read back (recorded.py), a configuration's model fitted again for its export
+(refit.py) and the kept models pruned to the best (keep_best.py)."""

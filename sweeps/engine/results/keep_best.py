@@ -9,9 +9,8 @@ from sweeps.engine.common.store import ResultStore
 from sweeps.engine.run.kept import KEPT, kept_dir
 
 
-
 def keep_only(store: ResultStore, best, trials: list) -> None:
-    """Delete every kept model (engine/trainable.py, --keep-models best) but those of `best`
+    """Delete every kept model (engine/run/trial.py, --keep-models best) but those of `best`
     (the best configuration's CV-means row: model, model_params; None: delete all) that its
     `trials` kept (one, or one per split: sweeps.engine.results.ranking.trials_of)."""
     for trial in _listed(store, f"{store.root}/{KEPT}"):

@@ -18,9 +18,8 @@ from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
 from sbfn_dist.settings.records import COLUMNS
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.plan.planning import trial_key
 from sweeps.engine.common.store import ResultStore
-
+from sweeps.engine.plan.planning import trial_key
 
 
 # Settings the records carry as they ran (auto resolved to this machine's cuda, bf16, ...) where
@@ -52,7 +51,7 @@ def read_sweep(results: str) -> Finished:
 
 
 def tracking_store(finished: Finished) -> str | None:
-    """The sweep's own MLflow store when it logged to the default one (runner._tracking_store:
+    """The sweep's own MLflow store when it logged to the default one (tune._tracking_store:
     sqlite in the results directory), else None."""
     db = f"{finished.store.root}/mlflow.db"
     return f"sqlite:///{db}" if finished.store.has("mlflow.db") else None

@@ -29,8 +29,8 @@ from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import ITERATIVE, STACKED
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.run.kept import copy_directory, kept_dir
 from sweeps.engine.results.recorded import ExportError
+from sweeps.engine.run.kept import copy_directory, kept_dir
 
 
 EXAMPLE_ROWS = 3                 # rows of the MLflow model's input example

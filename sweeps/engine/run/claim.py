@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.store import ResultStore
 
+
 LOCK_FILE = "sweep.lock"
 RAY_NOTE = ", its Ray's session "     # "pid P on HOST since TIME, its Ray's session DIR"
 STOP_WAIT_S = 5.0          # SIGTERM, then SIGKILL what is still there after this long

@@ -28,6 +28,7 @@ import time
 
 from sbfn_dist.errors import SbfnError
 
+
 CONTROL = "nvidia-cuda-mps-control"
 PIPE, LOG = "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"
 READY_S = 10.0            # for the daemon's pipe to appear

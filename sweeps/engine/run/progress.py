@@ -1,6 +1,6 @@
 """Driver-side callbacks: record the configurations that failed for good, and print one progress
 line. Neither does work that grows with the sweep at each trial's end: results.parquet is merged
-from the parts once, when the run ends (sweeps/engine/runner.py), and the parts are the table
+from the parts once, when the run ends (sweeps/engine/sweep.py), and the parts are the table
 meanwhile.
 
     [air_quality-regression80] configurations 5/22 done, 2 running, 15 pending, 0 failed |
@@ -9,18 +9,19 @@ meanwhile.
 
 import json
 import logging
-from collections import Counter
 import sys
 import time
+from collections import Counter
 
+from ray import cloudpickle
 from ray.tune import Callback
 
 from sbfn_dist.settings import records
-from sweeps.engine.plan.planning import folds_of, points_of, settings_of
-from sweeps.engine.plan.grids import axis_text
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.run.trainable import PackMatesFailed
+from sweeps.engine.plan.grids import axis_text
+from sweeps.engine.plan.planning import folds_of, points_of, settings_of
 from sweeps.engine.run.summaries import error_line
+from sweeps.engine.run.trainable import PackMatesFailed
 
 
 def _clock(seconds: float) -> str:
@@ -60,7 +61,6 @@ def error_text(trial, key: str = "") -> str:
 def _last_error(trial):
     """The error Tune pickled for the trial: in the driver's staging directory, where it was just
     written (the copy in storage comes later, at the next sync), else the copy in storage."""
-    from ray import cloudpickle     # what Tune pickled the error with
     try:
         with open(trial.pickled_error_file, "rb") as f:
             return cloudpickle.load(f)

@@ -1,17 +1,20 @@
-"""Connecting to Ray, checking before any trial starts that the cluster can run them, filling
-every trial slot, and stopping on a signal as on Ctrl-C.
+"""Connecting to Ray, checking before any trial starts that the cluster can run them, and
+filling every trial slot (stopping on a signal as on Ctrl-C: interruption.py).
 
 A trial asking for a resource no node has stays PENDING forever without an error, so every
 request is checked against what the nodes offer and refused with a clear message.
 """
 
 import os
-import signal
 import socket
-import threading
 import time
 
+import ray
+from ray.autoscaler.sdk import request_resources
+from ray.tune.schedulers import FIFOScheduler
+
 from sbfn_dist.errors import SbfnError
+from sweeps.engine.run.mps import start_for_this_process
 
 
 class ResourceError(SbfnError):
@@ -24,7 +27,6 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     Returns where, and the session directory of a Ray started here (None for one not ours).
     `verbose` (--verbose): Ray's INFO lines too; `mps`: a Ray started here runs its trials
     under an MPS daemon of this process (sweeps/engine/run/mps.py)."""
-    import ray
     level = "INFO" if verbose else "ERROR"
     if ray.is_initialized():
         return "the Ray instance already initialised in this process", None
@@ -38,7 +40,6 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and
     # refuses num_cpus there.
     if mps:
-        from sweeps.engine.run.mps import start_for_this_process
         start_for_this_process()
     started = ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
                        include_dashboard=False, logging_level=level)
@@ -76,7 +77,6 @@ def _check_local_gpus(num_gpus: float) -> None:
 
 
 def node_resources() -> list[dict]:
-    import ray
     return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
 
 
@@ -102,7 +102,6 @@ def _wait_for_a_node(cpus: float, gpus: float, wait_s: float) -> None:
     is overridden, so a standing one would hold a worker up forever after the sweep (the
     autoscaler never scales below it). Once a node is there, the sweep's own pending trials are
     the demand that adds and keeps nodes."""
-    from ray.autoscaler.sdk import request_resources
     bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
     print(f"no node fits a trial ({cpus:g} CPU, {gpus:g} GPU) yet: waiting up to {wait_s:g} s "
           "for the cluster's autoscaler to add one", flush=True)
@@ -142,7 +141,6 @@ def filling_slots(scheduler=None):
     whatever the slots (seen: 200 one-configuration trials on 2 CPUs, max 1 running). Picking
     a trial that waits for resources instead lets the starting worker come up and take a
     trial of its own. Reads Tune's private state (Ray 2.60): without it, FIFO's choice."""
-    from ray.tune.schedulers import FIFOScheduler
     scheduler = scheduler or FIFOScheduler()
     if type(scheduler).choose_trial_to_run is FIFOScheduler.choose_trial_to_run:
         scheduler.choose_trial_to_run = _first_pending_not_starting
@@ -152,7 +150,6 @@ def filling_slots(scheduler=None):
 def _first_pending_not_starting(controller):
     """FIFO's choice (a pending, else a paused trial), skipping pending trials whose worker is
     starting unless every pending trial's is (the end of a sweep: the idle worker takes one)."""
-    from ray.tune.schedulers import FIFOScheduler
     tune = getattr(controller, "_tune_controller", controller)    # past Tune's access wrapper
     try:
         live = set(tune._actor_manager.live_actors)
@@ -163,48 +160,3 @@ def _first_pending_not_starting(controller):
         if trial.status == "PENDING" and trial not in starting:
             return trial
     return FIFOScheduler.choose_trial_to_run(None, controller)
-
-
-# ------------------------------------------------------------------ signals
-class Interruption:
-    """SIGTERM (a scheduler's time limit, `timeout`, `kill`) and SIGINT stop a sweep as Ctrl-C
-    does: Tune ends its trials and saves its state (finished folds are in the parts), and the
-    sweep then raises KeyboardInterrupt. A second signal interrupts at once.
-
-    ray.init installs Ray's own SIGTERM handler (a C++ stack dump, exit -6), so `arm` comes
-    after it; Tune's graceful stop is its SIGUSR1 handler, installed while Tuner.fit runs (its
-    SIGINT one is switched off: TUNE_DISABLE_SIGINT_HANDLER, runner._fit). The handlers in place
-    before are restored at the end: a notebook keeps its own. Signals reach the main thread
-    only: elsewhere this does nothing."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
-
-    def __init__(self):
-        self.received: list[int] = []
-        self.main = threading.current_thread() is threading.main_thread()
-        self.before = {s: signal.getsignal(s) for s in self.SIGNALS} if self.main else {}
-
-    def __enter__(self) -> "Interruption":
-        return self
-
-    def arm(self) -> None:
-        if self.main:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, self._handle)
-
-    def _handle(self, signum, frame) -> None:
-        self.received.append(signum)
-        stop = signal.getsignal(signal.SIGUSR1)
-        if len(self.received) > 1 or stop is self.before[signal.SIGUSR1] or not callable(stop):
-            raise KeyboardInterrupt       # a second signal, or Tune is not running
-        stop(signum, frame)               # Tune's graceful stop
-
-    def check(self) -> None:
-        """Raise KeyboardInterrupt if a signal stopped the run."""
-        if self.received:
-            raise KeyboardInterrupt
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self.before.items():
-            if handler is not None:       # None: set outside Python, cannot be put back
-                signal.signal(sig, handler)

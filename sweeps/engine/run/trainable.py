@@ -52,7 +52,7 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     configs = plan.configs_of(params)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     sys.unraisablehook = _quiet_worker_exit
-    from sweeps.engine.run import trial     # torch: here, where the trial runs (the docstring)
+    from sweeps.engine.run import trial  # torch: here, where the trial runs (the docstring)
     store = ResultStore(results_uri)
     trial.prepared(store, configs, gpu_fraction, threads)
     keep = trial.keeper(store, keep_model)

@@ -6,13 +6,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from sbfn_dist.interfaces import saved
 from sweeps.engine.common.environment import values_while
-from sweeps.engine.tell.serving import ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN
 from sweeps.engine.common.tracking_uri import login
 from sweeps.engine.results.recorded import Finished, tracking_store
 from sweeps.engine.results.refit import Refit
+from sweeps.engine.tell.serving import ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN
+from sweeps.engine.tell.tracking import SweepTracker, client_environment
 
 
 @dataclass
@@ -30,7 +30,6 @@ def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tag
     from mlflow.models import Model, infer_signature
     from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
-    from sweeps.engine.tell.tracking import SweepTracker, client_environment
     spec = finished.spec
     sweep = {k: spec[k] for k in ("name", "grid", "dataset", "task")}
     artifacts = Path(finished.store.root, "mlartifacts").as_uri() if tracking_uri == \

@@ -25,6 +25,7 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import text_columns
 
+
 ARTIFACT = "sbfn_model"          # the saved directory, an artifact of the MLflow model
 TRUSTED = "trust_factories"      # the model config's key: the member factories it may import
 

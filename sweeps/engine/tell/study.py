@@ -23,6 +23,7 @@ from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.environment import quiet_libraries
 from sweeps.engine.common.store import ResultStore
 
+
 STUDY_FILE = "optuna.db"
 
 

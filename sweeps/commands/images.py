@@ -19,9 +19,10 @@ from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (ARCHITECTURES, HETEROGENEOUS, HOMOGENEOUS, MEMBER_SEPARATOR,
                                        defaults)
-from sweeps.engine.commands import axis_values, common_parser, options, run
-from sweeps.engine.plan.planning import SweepOptions
+from sweeps.commands.common import axis_values, common_parser, options, run
 from sweeps.engine.plan.grids import image_sweep
+from sweeps.engine.plan.planning import SweepOptions
+
 
 KINDS = (HETEROGENEOUS, *HOMOGENEOUS)     # the ensemble kinds (sbfn_dist/settings/fields.py)
 ANY = "images"          # python -m sweeps.images: the image sweep of the data set --dataset names

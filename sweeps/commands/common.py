@@ -13,12 +13,13 @@ import sys
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
-from sweeps.engine.plan.ranges import refuse_range_flag
+from sweeps.engine.outcome import failed_trials
+from sweeps.engine.plan.grids import smoke
 from sweeps.engine.plan.options import add_flags, given
 from sweeps.engine.plan.planning import SweepOptions, result_store
-from sweeps.engine.runner import failed_trials, run_sweep
-from sweeps.engine.plan.grids import smoke
+from sweeps.engine.plan.ranges import refuse_range_flag
 from sweeps.engine.plan.sweepfile import sweep_options
+from sweeps.engine.sweep import run_sweep
 
 
 def axis_values(kind, lo, hi, what: str) -> dict:

@@ -14,14 +14,15 @@ import pandas as pd
 
 from sbfn_dist.combiners.basis import make_basis
 from sbfn_dist.combiners.ensembles import mlp_config
-from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.settings.fields import BASES
 from sbfn_dist.learners.training import train_mlp
 from sbfn_dist.runtime import fold_seed
+from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.settings.fields import BASES
+
 
 M_VALUES = (2, 5, 10, 20, 50)
 RUNS = 5

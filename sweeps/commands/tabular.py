@@ -1,17 +1,18 @@
 """The command of the tabular sweeps, for either task (`sweeps.regression`,
 `sweeps.classification`): the grid's options on top of the common ones
-(sweeps/engine/commands.py)."""
+(sweeps/commands/common.py)."""
 
 import functools
 
-from sbfn_dist.settings import catalog
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.interfaces.usage import ListOf
+from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
-from sbfn_dist.interfaces.usage import ListOf
-from sweeps.engine.commands import axis_values, common_parser, options, run
-from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
+from sweeps.commands.common import axis_values, common_parser, options, run
 from sweeps.engine.plan.grid_files import grid_names, named_grid
+from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
+
 
 # What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).
 DEFAULT_DATASET = {"regression": "air_quality", "classification": "breast_cancer"}

@@ -1,0 +1,162 @@
+"""What a sweep checks and says before Ray starts -- the run and its dry run alike: each check
+refuses in one line (the results folder is only read here; a run checks it again under its
+claim), then the plan as the dry run prints it."""
+
+import math
+
+from sbfn_dist.errors import ConfigError, SbfnError
+from sbfn_dist.folds import check_data
+from sbfn_dist.settings.config import TrialConfig
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.plan.planning import SweepOptions, folds_of, result_store, trial_packs
+from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
+from sweeps.engine.run.claim import refuse_while_running
+from sweeps.engine.run.mps import under_mps
+
+
+def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
+    """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
+    validated: a dry run makes these checks too (issue 32: it checked neither the data nor
+    the networks, and listed trials every one of which the run refused). The results folder is
+    only read here; a run checks it again under its claim (_check_store)."""
+    store = result_store(opts)
+    if opts.resume and store.read_spec() is None:
+        refuse_while_running(store, opts.name)      # its first run is starting
+        raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and "
+                        "--storage)")
+    under_mps(opts)                                 # --mps on where it cannot run
+    _check_gpu_settings(configs, opts)
+    _check_data(configs, opts)
+    refuse_while_running(store, opts.name)
+    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs])
+    if opts.search == "optuna":
+        from sweeps.engine.tell.study import check_study
+        check_study(store, opts.name, opts.resume)
+
+
+def dry_run_scope(opts: SweepOptions) -> tuple[list[str], list[str]]:
+    """(what a dry run checks, what it leaves to the run): what needs Ray, a written results
+    folder, or (on a cluster) the machines that hold the data and the trials' devices."""
+    data = "the data and your networks"
+    here = _data_checked_here(opts)
+    checked = ["the settings", *([data] if here else []), "the results folder"]
+    skipped = ["whether a trial's resources fit Ray's",
+               "writing the results folder and the MLflow store",
+               *([] if here else [f"{data} (a cluster's workers hold the data and the trials' "
+                                  "devices: each trial checks them)"])]
+    return checked, skipped
+
+
+def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
+    """A CUDA-graph step or the CUDA device needs a trial with a GPU: refused here, not in every
+    trial (Ray hides the GPUs from a trial without a GPU share, on any machine)."""
+    if opts.gpus_per_trial:
+        return
+    if any(c.get("step_engine") == "cuda_graph" for c in configs):
+        raise ConfigError("step_engine", "cuda_graph", "a sweep whose trials get GPUs "
+                          "(--num-gpus N), or auto (the CUDA graph wherever a trial has a GPU)")
+    if any(c.get("device") == "cuda" for c in configs):
+        raise ConfigError("device", "cuda", "a sweep whose trials get GPUs (--num-gpus N: "
+                          "without a GPU share a trial sees no CUDA GPU), or auto (CUDA wherever "
+                          "a trial has a GPU) or cpu")
+
+
+def _check_data(configs: list[dict], opts: SweepOptions) -> None:
+    """Load each data set once here (local runs) and make every trial's parts: a missing file,
+    or data too small for the folds, stops the sweep before Ray starts, not every trial in it.
+    Your networks are checked on the device each trial will have (on_trial_device)."""
+    if not _data_checked_here(opts):
+        return
+    # planned: trusted, not checked again
+    check_data([TrialConfig(on_trial_device(c, opts)) for c in configs])
+
+
+def on_trial_device(config: dict, opts: SweepOptions) -> dict:
+    """The config with the device its trial resolves "auto" to, where this machine would
+    resolve it otherwise: a trial without a GPU share runs on the CPU (Ray hides the GPUs from
+    it), so its networks are checked there, not on a GPU the driver happens to see."""
+    if not opts.gpus_per_trial and config.get("device") == "auto":
+        return {**config, "device": "cpu"}
+    return config
+
+
+def _data_checked_here(opts: SweepOptions) -> bool:
+    """On a cluster (--address) the workers, not this machine, hold the data and the devices."""
+    return not opts.address
+
+
+def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list) -> None:
+    """Refuse to overwrite another sweep or resume a different one (reads sweep.json only)."""
+    old = store.read_spec()
+    if old and not opts.resume:
+        raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
+                        "continue it, or --name to start a new one")
+    if old and set(old["trial_ids"]) != set(trial_ids):   # the same trials, any order
+        raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
+                        f"(its command: {old.get('command') or '?'}). Resume with the same "
+                        "arguments, or pass --name for a new sweep")
+
+
+SAMPLERS = {"optuna": "Optuna", "random": "random"}
+
+
+def trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) -> str:
+    if opts.search != "grid":
+        # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
+        return (f"{opts.num_samples} {SAMPLERS[opts.search]} trials (no competitors or M = 1 "
+                "reference)")
+    if len(trial_packs_) < len(configs):
+        return f"{len(configs)} configurations in {len(trial_packs_)} trials (--pack {opts.pack})"
+    return f"{len(configs)} configurations"
+
+
+def small_space_note(spec: SweepSpec, opts: SweepOptions) -> str:
+    """TPE and random draws repeat points of a small space (computed once, but the budget is
+    spent). Seen for real: 8 samples over 12 points hit 5. A space with a uniform or loguniform
+    range has no end of points (size inf): never small."""
+    points = math.prod(axis_size(v) for v in spec.axes.values())
+    if opts.search == "grid" or 2 * opts.num_samples < points:
+        return ""
+    listed = " (its ranges given as lists)" if has_ranges(spec.axes) else ""
+    return (f"\n  note: {opts.num_samples} {SAMPLERS[opts.search]} samples over a {points}-point "
+            f"space will repeat points; --search grid evaluates all {points}{listed}")
+
+
+def _drawn_axes(spec: SweepSpec) -> str:
+    """A sampled search's axes as the plan prints them: epsilon from uniform(0, 1), M in [5, 2]."""
+    return ", ".join(f"{k} from {v}" if is_range(v) else f"{k} in {list(v)}"
+                     for k, v in spec.axes.items())
+
+
+def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
+    folds = sum(len(folds_of(c)) for c in configs)
+    per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
+                                                  if opts.gpus_per_trial else "") \
+        + (" (GPUs shared under CUDA MPS)" if under_mps(opts) else "")
+    print(f"sweep '{opts.name}': grid {spec.grid} on {spec.dataset}, search {opts.search}",
+          file=out)
+    trial_packs_ = trial_packs(opts, configs)
+    if opts.search != "grid":
+        how = "TPE" if opts.search == "optuna" else "Tune's random generator"
+        print(f"  {trial_count(opts, configs, trial_packs_)}: {how} (seed {opts.search_seed}) "
+              f"draws {_drawn_axes(spec)}" + small_space_note(spec, opts), file=out)
+        if has_ranges(spec.axes):
+            print(f"  planned now: {len(configs)} configurations, each range at its bounds "
+                  "(every draw between them is then valid); each draw is planned as it "
+                  "arrives, its trial id from its exact values", file=out)
+    else:
+        print(f"  {trial_count(opts, configs, trial_packs_)}, {folds} folds/splits in all",
+              file=out)
+        for n, pack in enumerate(trial_packs_):
+            for i in pack:
+                c = configs[i]
+                role = c["extra"].get("role")
+                what = "" if role == "competitors" else \
+                    f"M={c['n_members']} eps={axis_text(c['epsilon'])} " \
+                    + (f"lr={c['lr']:g} " if role == "reference" else "")
+                print(f"    trial {n:>3}  {c['trial_id']:<42} folds {len(folds_of(c)):>2}  "
+                      f"{what}role={role}", file=out)
+    concurrent = opts.max_concurrent or "as many as fit"
+    print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
+    print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)

@@ -1,0 +1,153 @@
+"""A sweep run: its plan checked before Ray starts (before_ray.py), the results directory
+claimed, the trials run through Ray Tune (tune.py), the outcome printed (outcome.py).
+
+    results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
+                     mlflow.db + mlartifacts/ (default tracking store),
+                     optuna.db (--search optuna: the study, sweeps/engine/tell/study.py)
+
+Ray is imported only once the sweep's environment is set (common/environment.py): tune.py, the
+Ray side of a run, is imported inside the claimed run, this floor's one such import.
+"""
+
+import sys
+import time
+
+from sbfn_dist.settings.records import metric_of
+from sbfn_dist.settings.tasks import TASKS
+from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
+                                      refuse_another_sweep, small_space_note, trial_count)
+from sweeps.engine.common.environment import ray_environment
+from sweeps.engine.common.store import RESULTS_FILE, ResultStore
+from sweeps.engine.outcome import SweepOutcome, print_summary
+from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan_sweep, result_store,
+                                         shared, trial_packs, with_objective)
+from sweeps.engine.plan.ranges import is_range
+from sweeps.engine.results.keep_best import keep_only
+from sweeps.engine.results.ranking import best_means, best_row, trials_of
+from sweeps.engine.run.claim import Claim, take_over
+from sweeps.engine.run.interruption import Interruption
+
+
+def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
+    out = out or sys.stdout
+    if opts.dry_run:
+        dry_run(spec, opts, out)
+        return None
+    opts.validate()
+    planned = plan_sweep(spec, opts)      # the one validation of every configuration
+    opts = with_objective(spec, opts)
+    # Ray's settings, quiet logs (sweeps/engine/common/environment.py)
+    with ray_environment(opts.verbose):
+        return _run(spec, opts, planned, out)
+
+
+def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
+    """--dry-run (and Sweep.dry_run): every check a run makes before Ray starts, then the plan
+    and what was left unchecked (dry_run_scope); nothing is written. Returns the configs."""
+    opts.validate()
+    planned = plan_sweep(spec, opts)
+    opts = with_objective(spec, opts)
+    with ray_environment(opts.verbose):
+        check_before_ray(planned.configs, opts)
+    print_plan(spec, opts, planned.configs, out)
+    checked, skipped = dry_run_scope(opts)
+    print(f"  checked, as the run checks them before Ray starts: {', '.join(checked)}; not "
+          f"checked by a dry run: {'; '.join(skipped)}", file=out)
+    return planned.configs
+
+
+def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
+    check_before_ray(planned.configs, opts)
+    store = result_store(opts)
+    with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
+        return _claimed(spec, opts, planned, store, held, out)
+
+
+def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: ResultStore,
+             held: Claim, out) -> SweepOutcome:
+    configs = planned.configs
+    spec_record = _check_store(store, spec, opts, configs)
+    if opts.search == "optuna":
+        from sweeps.engine.tell.study import check_study
+        spec_record["study"] = check_study(store, opts.name, opts.resume)
+    from sweeps.engine import tune  # Ray: imported only now, in the sweep's environment
+    warm = tune.warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
+    with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
+        where = tune.connect_ray(opts, held, interruption)
+        warm.join()
+        store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
+        store.delete(RESULTS_FILE)      # stale once trials run: parts/ is the table meanwhile
+        print(f"[{opts.name}] {trial_count(opts, configs, trial_packs(opts, configs))} on "
+              f"{where}; results -> {store.root}" + small_space_note(spec, opts)
+              + _study_note(opts, store),
+              file=out, flush=True)     # a notebook or a log file shows it before the first trial
+        start = time.monotonic()
+        try:
+            tracking_uri, grid, progress = tune.fit(spec, opts, store, planned,
+                                                trial_packs(opts, configs), interruption)
+        finally:
+            # Once per run, on the way out too (interrupted, failed): never per trial, which
+            # grew with the sweep (docs/benchmarks.md, "Per-trial overhead").
+            table = store.consolidate()
+    _plan_the_draws(planned, grid)
+    outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
+                           time.monotonic() - start, progress.max_running,
+                           *_finish_study(opts, store), result_grid=grid, plan=planned,
+                           objective=opts.objective, task=spec.task)
+    _keep_best_models(opts, outcome, store)
+    print_summary(outcome, spec, opts, out)
+    return outcome
+
+
+def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultStore) -> None:
+    """--keep-models best: once per finished run (a resumed one too), every configuration's kept
+    models but the best one's at its best setting are deleted, so the disk holds one
+    configuration's folds."""
+    if opts.keep_models != "best":
+        return
+    # As SweepResult.best ranks them (sweeps.engine.results.ranking), by the task's metric.
+    configs = outcome.plan.configs
+    means = best_means(outcome.table, outcome.objective, TASKS[outcome.task].scores, configs)
+    best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
+    keep_only(store, best, trials_of(best["trial_id"], configs) if best is not None else [])
+
+
+def _plan_the_draws(planned: Planned, grid) -> None:
+    """A sampled sweep's draws, planned in the driver too (the workers planned them to run
+    them): the outcome's plan then holds every configuration SweepResult.best may name, those
+    drawn before a --resume as well (the ResultGrid holds every trial of the sweep)."""
+    if planned.sampling is not None:
+        for result in grid:
+            planned.configs_of(result.config)
+
+
+def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
+    """Refuse to overwrite another sweep or resume a different one (again: now under the
+    claim); prove it is writable. `objective` and `ranges` (a range axis as its text) are for
+    the report (analysis/)."""
+    record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
+              "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
+              else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
+              "n_folds_expected": sum(len(folds_of(c)) for c in configs),
+              "base": shared(spec, opts), "command": opts.command,
+              "objective": opts.objective,
+              "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)}}
+    refuse_another_sweep(store, opts, record["trial_ids"])
+    store.create()
+    return record
+
+
+def _study_note(opts: SweepOptions, store: ResultStore) -> str:
+    if opts.search != "optuna":
+        return ""
+    from sweeps.engine.tell.study import where_note
+    return where_note(store)
+
+
+def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, str | None]:
+    """The study's URL and its copy beside remote results (made now), for the summary."""
+    if opts.search != "optuna":
+        return None, None
+    from sweeps.engine.tell.study import publish_copy, study_url
+    return study_url(store), publish_copy(store)

@@ -1,0 +1,239 @@
+"""The Ray side of a sweep run: Ray started or joined, the plan's trials handed to Ray Tune
+(the trainable, its searcher and scheduler, the driver's callbacks: progress, MLflow), and
+Tune's results. Imported by sweep.py once the sweep's environment is set: Ray binds where
+that environment says when it is first imported."""
+
+import threading
+from pathlib import Path
+
+import ray
+from ray import tune
+from ray.exceptions import RayActorError
+from ray.tune.schedulers import ASHAScheduler
+
+from sbfn_dist.errors import SbfnError
+from sbfn_dist.settings.records import metric_of
+from sweeps.engine.common.environment import defaults_while
+from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
+                                         settings_of, trial_slots)
+from sweeps.engine.results.ranking import configuration_ids
+from sweeps.engine.run.claim import Claim
+from sweeps.engine.run.mps import under_mps
+from sweeps.engine.run.progress import ProgressLine, StoreKeeper
+from sweeps.engine.run.resources import check_trial_fits, connect, filling_slots
+from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
+from sweeps.engine.run.trainable import sweep_trainable
+from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
+from sweeps.engine.tell.tracking import open_experiment
+
+
+def connect_ray(opts: SweepOptions, held: Claim, interruption) -> str:
+    """Ray started or joined (with an MPS daemon where trials share a GPU), then armed against
+    signals, and a trial's resources checked against the nodes."""
+    where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
+                             under_mps(opts))
+    interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
+    if session:
+        # what a kill leaves of it, the next run stops (sweeps/engine/run/claim.py)
+        held.record_ray(session)
+    wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
+    check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
+    return where
+
+
+def fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
+         trial_packs_: list[list[int]], interruption):
+
+    # The plan goes to the object store once (with_parameters); each trial's config names its
+    # configurations (sweeps.engine.plan.planning).
+    trainable = tune.with_resources(
+        tune.with_parameters(sweep_trainable, plan=planned, results_uri=store.location,
+                             objective=opts.objective, gpu_fraction=opts.gpus_per_trial,
+                             threads=max(1, int(opts.cpus_per_trial)),
+                             keep_model=kept_model(opts)),
+        {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial})
+    callbacks, progress, tracking_uri = _callbacks(spec, opts, store, planned.configs,
+                                                   planned.configs_of)
+    tuner = _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_)
+    # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop
+    # (sweeps.engine.run.interruption.Interruption)
+    tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
+    with defaults_while(tune_settings):
+        results = _fit_or_interrupted(tuner.fit, interruption)
+    if opts.max_failures and _lost_to_a_dead_node(results):
+        # Ray Tune can count one node's death twice (the trial's pending result and its actor
+        # fail separately; the second failure finds the trial already recovering and ends it
+        # with retries left: seen with Cluster.remove_node). Finished folds are in the parts,
+        # so one resume of the errored trials finishes them without recomputing anything.
+        print(f"[{opts.name}] a node died under a trial: resuming the errored trials once",
+              flush=True)
+        tuner = tune.Tuner.restore(_tune_dir(store), trainable=trainable, resume_errored=True)
+        with defaults_while(tune_settings):
+            results = _fit_or_interrupted(tuner.fit, interruption)
+    return tracking_uri, results, progress
+
+
+def _fit_or_interrupted(fit, interruption):
+    """Tune's results, or KeyboardInterrupt if a signal stopped it: Tune then returns as if it
+    had finished (or fails, if the signal stopped Ray's processes too)."""
+    try:
+        results = fit()
+    except Exception:
+        if interruption.received:
+            raise KeyboardInterrupt from None
+        raise
+    interruption.check()
+    return results
+
+
+def _pending_trials(opts: SweepOptions) -> dict:
+    """Tune keeps one trial of a searcher waiting at a time unless a concurrency limit is set;
+    while that one's worker starts, a finished trial's worker takes it (cancelling the start)
+    and one trial runs at a time. A slot's worth waiting (Optuna) leaves a trial for the free
+    worker (sweeps.engine.run.resources.filling_slots); the grid's planned trials wait as Tune's
+    own grid search keeps them (at least 200, 1.1 per CPU: an autoscaler sees the demand)."""
+    if opts.max_concurrent:
+        return {}
+    if opts.search == "grid":
+        return {"TUNE_MAX_PENDING_TRIALS_PG": str(max(200, int(1.1 * ray.cluster_resources()
+                                                                .get("CPU", 1))))}
+    return {"TUNE_MAX_PENDING_TRIALS_PG": str(trial_slots(opts))}
+
+
+def _lost_to_a_dead_node(results) -> bool:
+    return any(isinstance(getattr(e, "cause", None) or e, RayActorError)
+               or "node has died" in str(e) for e in results.errors)
+
+
+def _tune_dir(store: ResultStore) -> str:
+    return f"{store.location.rstrip('/')}/tune"
+
+
+def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
+    """(tracking URI, artifact location): --mlflow-uri, or sqlite + files in the results dir."""
+    if opts.mlflow_uri:
+        return opts.mlflow_uri, None
+    return f"sqlite:///{store.root}/mlflow.db", Path(store.root, "mlartifacts").as_uri()
+
+
+def warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
+    """Create the MLflow store and experiment in the background: a new sqlite store runs its
+    schema migrations (~5 s), which then overlap ray.init."""
+    def warm():
+        if not opts.mlflow:
+            return
+        uri, artifacts = _tracking_store(opts, store)
+        try:
+            open_experiment(uri, opts.name, artifacts)
+        except SbfnError:
+            pass  # reported when the logger opens the store for real
+
+    thread = threading.Thread(target=warm, daemon=True)
+    thread.start()
+    return thread
+
+
+def _callbacks(spec, opts, store, configs, resolve):
+    total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
+        opts.num_samples * len(folds_of(configs[0]))
+    progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
+                            opts.search == "grid" else opts.num_samples,
+                            objective=opts.objective, metric=metric_of(spec.task),
+                            groups=configuration_ids(configs))
+    callbacks = [StoreKeeper(store, resolve), progress]
+    tracking_uri = None
+    if opts.mlflow:
+        tracking_uri, artifacts = _tracking_store(opts, store)
+        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task}
+        callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts,
+                                           configuration_ids(configs)))
+    return callbacks, progress, tracking_uri
+
+
+def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
+    tune_dir = _tune_dir(store)
+    if opts.resume and tune.Tuner.can_restore(tune_dir):
+        # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
+        restored = _restored_tuner(tune_dir, trainable, opts)
+        if restored is not None:
+            return restored
+    run_config = tune.RunConfig(
+        name="tune", storage_path=store.location,
+        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+        # Keep every (tiny) checkpoint: after a killed driver, Tune's last saved experiment
+        # state may point at a checkpoint that num_to_keep would already have deleted.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
+        # verbose=0 never calls a reporter, but in a notebook Tune would make its Jupyter one,
+        # which clears the cell's output as it starts (the plan and first lines vanished).
+        # --verbose: Tune's own status tables too.
+        progress_reporter=tune.CLIReporter(), callbacks=callbacks, verbose=int(opts.verbose))
+    tune_config, space = _search(spec, opts, store, planned, trial_packs_)
+    tune_config.scheduler = filling_slots(tune_config.scheduler)   # every slot gets a trial
+    return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
+
+
+def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions):
+    """Tune's saved state of the sweep, or None where an older version of sweeps saved it: its
+    pickles name modules and classes that have moved or gone (sweeps.runner before the engine
+    moved, the grid's copy-free list before plans were shared; issue 22). A grid's trials then
+    start again under a new state, each finished fold read back from parts/ by its trial id."""
+    try:
+        return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True)
+    except (ImportError, AttributeError) as exc:
+        if opts.search != "grid":     # a new searcher would draw the sweep's budget again
+            raise SbfnError(f"--resume: Tune's saved state of this sweep was written by an older "
+                            f"version of sweeps ({exc}), and its {opts.search} search cannot go "
+                            "on; pass --name for a new sweep") from None
+        print(f"[{opts.name}] Tune's saved state of this sweep is from an older version of "
+              f"sweeps ({exc}): its trials start again, every finished fold read back",
+              flush=True)
+        return None
+
+
+def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
+            trial_packs_: list):
+    # A random search's generator takes --max-concurrent itself (search.random_search).
+    common = dict(metric="objective", mode=spec.mode, reuse_actors=True,
+                  max_concurrent_trials=None if opts.search == "random" else opts.max_concurrent,
+                  trial_name_creator=_trial_name, trial_dirname_creator=_trial_name)
+    if opts.search == "grid":
+        points = [planned.tune_config(pack) for pack in trial_packs_]
+        return tune.TuneConfig(**common, search_alg=PlannedSearch(points),
+                               num_samples=len(points)), {}
+
+    space = sampled_space(spec.axes, {k: v[0] for k, v in spec.repeat_axis.items()})
+    folds = len(folds_of(planned.configs[0]))
+    # ASHA's rungs are folds here: a configuration whose running CV mean is in the bottom
+    # part after `grace_period` folds stops early (docs/sweeps.md).
+    scheduler = ASHAScheduler(time_attr="training_iteration", max_t=folds,
+                              grace_period=min(2, folds), reduction_factor=3) if folds > 2 else None
+    return tune.TuneConfig(**common, search_alg=_searcher(spec, opts, store, folds),
+                           scheduler=scheduler, num_samples=opts.num_samples), space
+
+
+def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
+    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/tell/study.py), or
+    Tune's seeded random generator (--search random)."""
+    if opts.search == "random":
+        return random_search(opts.search_seed, opts.max_concurrent)
+    from sweeps.engine.tell.study import open_study, searcher
+    labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
+              "objective": f"CV mean {metric_of(spec.task)} of "
+                           f"{opts.objective or 'the best model'}"}
+    storage = open_study(store, opts.name, spec.mode, opts.resume, labels)
+    return searcher(storage, opts.name, opts.search_seed, folds)
+
+
+def _trial_name(trial) -> str:
+    """The trial id, the size of its pack and the first configuration's axes."""
+    pack = points_of(trial.config)
+    label = "_".join(f"{k}={v}" for k, v in settings_of(pack[0]).items()
+                     if not isinstance(v, (list, dict)))
+    size = f"{len(pack)}cfg_" if len(pack) > 1 else ""
+    return f"{trial.trial_id}_{size}{label}"[:100]
+
+
+# What draws a sampled search's configurations, as its lines name it.
