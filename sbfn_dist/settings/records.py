@@ -12,6 +12,7 @@ The columns are documented in docs/results-table.md.
 
 import json
 import math
+import platform
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
@@ -62,6 +63,7 @@ def _columns() -> dict:
         Column("family", "identity", "sbfn (a combiner of the members) or competitor"),
         Column("role", "identity", "sweeps: ensemble, reference (M = 1) or competitors"),
         Column("package_version", "identity", "sbfn-dist version that produced the row"),
+        Column("host", "identity", "the machine that computed the row (its hostname)"),
         Column("model_params", "setting", "JSON of the model's own setting", hyper=True),
         Column("lambda2", "setting", "the regression combiner's lambda2 (NaN where none)", True),
         Column("lambda2_grid", "config", "the lambda2 values the trial evaluated (JSON)"),
@@ -138,10 +140,11 @@ def used_settings(config: dict, combiners=(), competitors=()) -> dict:
 
 
 def base(config: dict, fold: int, data: dict) -> dict:
-    """What every record of a fold shares: identity, data sizes and units, the run labels."""
+    """What every record of a fold shares: identity, where it was computed, data sizes and
+    units, the run labels."""
     rec = {"dataset": config["dataset"], "task": config["task"], "seed": config["seed"],
            "sweep": config["sweep"], "trial_id": config["trial_id"], "fold": fold,
-           "package_version": __version__, **data}
+           "package_version": __version__, "host": platform.node(), **data}
     rec.update(config.get("extra", {}))
     return rec
 
@@ -167,8 +170,11 @@ def diverged(rec: dict, params: dict, task: str, error: str) -> dict:
 
 
 def failed(config: dict, error: str) -> dict:
-    """A sweep trial that ran out of retries: one row, no model."""
-    return {**base(config, math.nan if config.get("fold") is None else config["fold"], {}),
+    """A sweep trial that ran out of retries: one row, no model, and no host (the driver writes
+    it; where the attempts ran is in Tune's trial logs)."""
+    rec = base(config, math.nan if config.get("fold") is None else config["fold"], {})
+    del rec["host"]
+    return {**rec,
             **used_settings(config, config.get("combiners", ()), config.get("competitors", ())),
             "model": "", "family": "", "status": "failed", "error": error}
 
