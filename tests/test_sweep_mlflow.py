@@ -266,3 +266,37 @@ def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits
     metrics = tracker.client.get_run(tracker.parent_id).data.metrics
     assert metrics["accuracy/sbfn"] == pytest.approx(0.65)
     assert (metrics["configurations"], metrics["folds_done"]) == (2, 4)
+
+
+def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp_path):
+    """A trial run again (its node lost, the sweep resumed) reports the folds it reads back
+    from the store: each fold stays one point of its run's history, whether the same driver
+    logged it (retry) or a driver before it did (resume: a new tracker finds the run again).
+    Seen on separate hosts (tests/test_cluster_hosts.py): fold 0 logged twice after a retry."""
+    from sweeps.engine.store import ResultStore
+    from sweeps.engine.tracking import SweepTracker
+    store = ResultStore(str(tmp_path / "results"))
+    store.create()
+    config = {"trial_id": "A", "task": "regression", "extra": {"role": "ensemble"}}
+    for fold in (0, 1):
+        store.write_part("A", fold, [{"trial_id": "A", "fold": fold, "task": "regression",
+                                      "model": "sbfn_ls", "model_params": "{}", "status": "ok",
+                                      "role": "ensemble", "rmse": 1.0 + fold}])
+    sweep = {"name": "s", "grid": "g", "dataset": "d", "task": "regression"}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+    def report(tracker, fold):      # each report at a time of its own, as Tune's results come
+        report.stamp += 1000
+        tracker.apply({"op": "fold", "config": config, "fold": fold, "stamp": report.stamp,
+                       "summary": {"folds_done": fold + 1, "rmse/sbfn_ls": 1.0}})
+    report.stamp = 0
+
+    first = SweepTracker(uri, sweep, store)
+    report(first, 0)
+    report(first, 0)                     # the retry reads fold 0 back and reports it
+    again = SweepTracker(uri, sweep, store)      # a resumed sweep's driver
+    report(again, 0)
+    report(again, 1)
+    run = again.client.get_run(again.run_id(config))
+    assert history(again.client, run, "fold/rmse/sbfn_ls") == ([0, 1], [1.0, 2.0])
+    assert history(again.client, run, "folds_done")[0] == [1, 2]

@@ -162,6 +162,7 @@ class SweepTracker:
         self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
                      "task": sweep["task"], "code_version": code_version()}
         self.runs: dict = {}
+        self.logged: dict = {}          # trial id -> the folds its run holds (logged once each)
         self._parent: str | None = None
 
     def apply(self, op: dict) -> None:
@@ -207,7 +208,16 @@ class SweepTracker:
             if found:      # also nests a run logged before sweeps had a parent run
                 self.client.set_tag(found, PARENT, self.parent_id)
             self.runs[key] = found or self._open_run(config)
+            self.logged[key] = self._logged_folds(found) if found else set()
         return self.runs[key]
+
+    def _logged_folds(self, run_id: str) -> set:
+        """The folds a run found again holds (a resumed sweep's, or one relogged): the steps of
+        its per-fold scores, which each fold logs together."""
+        scores = [k for k in self.client.get_run(run_id).data.metrics
+                  if k.startswith(f"fold/{self.metric}/")]
+        return {m.step for m in self.client.get_metric_history(run_id, scores[0])} \
+            if scores else set()
 
     def _open_run(self, config: dict) -> str:
         tags = {**self.tags, "trial_id": config["trial_id"], "task": config["task"],
@@ -225,14 +235,20 @@ class SweepTracker:
     # --- metrics ------------------------------------------------------------------------------
     def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
         """Fold k's own scores as `fold/<metric>/...` at step k, and the running CV means
-        (sweeps.engine.run.summaries.summarise) at step = folds done: the runs table shows the means."""
+        (sweeps.engine.run.summaries.summarise) at step = folds done: the runs table shows the means.
+        Once per fold: a trial run again (a lost node's, a resumed sweep's) reports the folds it
+        reads back from the store as well, and each would be a second point in the run's charts."""
+        run = self.run_id(config)
+        if int(fold) in self.logged[config["trial_id"]]:
+            return
         running = numeric_metrics(summary, self._summary_metric, stamp,
                                   int(summary.get("folds_done", 0)))
         part = self.store.read_part(config["trial_id"], fold) or []
         scores = summarise(part, "") if part else {}
         per_fold = numeric_metrics({f"fold/{k}": v for k, v in scores.items()},
                                    lambda k: k.startswith(f"fold/{self.metric}/"), stamp, int(fold))
-        self.client.log_batch(self.run_id(config), metrics=running + per_fold)
+        self.client.log_batch(run, metrics=running + per_fold)
+        self.logged[config["trial_id"]].add(int(fold))
 
     def _summary_metric(self, name: str) -> bool:
         return name.startswith(f"{self.metric}/") or name in ("objective", "folds_done", "not_ok")
