@@ -64,3 +64,26 @@ def test_a_merge_written_before_it_listed_its_parts_is_judged_by_its_time(tmp_pa
     assert both_readers(store)[2] == [f"{store.root}/{RESULTS_FILE}"]
     os.utime(store.part_path("a", 0), (merged + 5, merged + 5))
     assert RESULTS_FILE not in " ".join(both_readers(store)[2])
+
+
+def test_a_directory_another_machine_does_not_see_is_refused_naming_the_fix(tmp_path):
+    """ResultStore.check_shared: a marker in the directory, looked for from every other node
+    (on real separate hosts: tests/test_cluster_hosts.py, scenario e)."""
+    import pytest
+
+    from sweeps.engine.store import StorageError
+    store = ResultStore(str(tmp_path / "sweep"))
+    store.create()
+    looked: list = []
+
+    def nodes_see(path: str) -> dict:
+        looked.append((path, os.path.exists(path)))
+        return {"198.18.0.4": True, "198.18.0.3": False}
+
+    with pytest.raises(StorageError, match=r"is not shared: the cluster's machines 198\.18\.0\.3 "
+                                           r"do not see it .*mounts at the same path .*s3://"):
+        store.check_shared(nodes_see)
+    (marker, existed), = looked
+    assert existed and marker.startswith(store.root) and not os.path.exists(marker)
+    store.check_shared(lambda path: {"198.18.0.3": True})       # every machine sees it
+    store.check_shared(lambda path: {})                         # a cluster of one machine

@@ -74,7 +74,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     from sweeps.engine import tune  # Ray: imported only now, in the sweep's environment
     warm = tune.warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
-        where = tune.connect_ray(opts, held, interruption)
+        where = tune.connect_ray(opts, held, interruption, store)
         warm.join()
         store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
         store.delete(RESULTS_FILE)      # stale once trials run: parts/ is the table meanwhile

@@ -22,16 +22,16 @@ from sweeps.engine.results.ranking import configuration_ids
 from sweeps.engine.run.claim import Claim
 from sweeps.engine.run.mps import under_mps
 from sweeps.engine.run.progress import ProgressLine, StoreKeeper
-from sweeps.engine.run.resources import check_trial_fits, connect, filling_slots
+from sweeps.engine.run.resources import check_trial_fits, connect, filling_slots, other_nodes_see
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
 from sweeps.engine.run.trainable import sweep_trainable
 from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
 from sweeps.engine.tell.tracking import open_experiment
 
 
-def connect_ray(opts: SweepOptions, held: Claim, interruption) -> str:
+def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore) -> str:
     """Ray started or joined (with an MPS daemon where trials share a GPU), then armed against
-    signals, and a trial's resources checked against the nodes."""
+    signals, and a trial's resources and the results storage checked against the nodes."""
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
                              under_mps(opts))
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
@@ -40,6 +40,7 @@ def connect_ray(opts: SweepOptions, held: Claim, interruption) -> str:
         held.record_ray(session)
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
+    store.check_shared(other_nodes_see)     # before any trial: a node-local --storage
     return where
 
 

@@ -65,6 +65,28 @@ class ResultStore:
             raise StorageError(f"cannot write to the results storage '{self.uri}': {exc}. "
                                "Pass --storage a writable directory or URI") from None
 
+    def check_shared(self, other_nodes_see) -> None:
+        """A directory on a cluster of several machines must be one that every machine sees at
+        the same path (a shared file system): each trial writes its parts from the node it runs
+        on, and a node-local directory fails them there with a bare FileNotFoundError, or
+        scatters the results over the machines. A marker written here must be seen by every
+        other node (`other_nodes_see(path) -> {node: seen}`,
+        sweeps.engine.run.resources.other_nodes_see); object stores (s3://) are shared by nature."""
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            return
+        marker = f"{self.root}/.shared-check-{uuid.uuid4().hex[:8]}"
+        self._write_bytes(marker, b"")
+        try:
+            blind = sorted(node for node, seen in other_nodes_see(marker).items() if not seen)
+        finally:
+            self.fs.delete_file(marker)
+        if blind:
+            raise StorageError(
+                f"--storage {self.uri} is not shared: the cluster's machines {', '.join(blind)} do "
+                "not see it (a directory of this machine only), so trials there could not write "
+                "their results. Pass --storage a directory that every machine mounts at the same "
+                "path (NFS; $SBFN_RESULTS on cluster-local.yaml), or s3://BUCKET/PREFIX")
+
     def write_part(self, key: str, fold, records: list[dict]) -> None:
         self._write_table(self.part_path(key, fold), pd.DataFrame(records))
 

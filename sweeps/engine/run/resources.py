@@ -11,7 +11,9 @@ import time
 
 import ray
 from ray.autoscaler.sdk import request_resources
+from ray.exceptions import RayError
 from ray.tune.schedulers import FIFOScheduler
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.run.mps import start_for_this_process
@@ -89,6 +91,28 @@ def check_trial_fits(cpus: float, gpus: float, wait_s: float = 0.0) -> None:
     if wait_s <= 0:
         raise ResourceError(_explain(nodes, cpus, gpus))
     _wait_for_a_node(cpus, gpus, wait_s)
+
+
+def other_nodes_see(path: str, timeout_s: float = 60.0) -> dict[str, bool]:
+    """Whether each alive node of the cluster but this one sees the local `path`: a zero-CPU
+    task pinned to each (it needs no free slot). {} on a cluster of one machine, where no task
+    starts. A node that does not answer within timeout_s, or goes meanwhile (an autoscaler
+    removing an idle worker), is left out."""
+    here = ray.get_runtime_context().get_node_id()
+    nodes = [n for n in ray.nodes() if n["Alive"] and n["NodeID"] != here]
+    if not nodes:
+        return {}
+    exists = ray.remote(num_cpus=0, max_retries=0)(os.path.exists)
+    asked = {exists.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        n["NodeID"], soft=False)).remote(path): n["NodeManagerAddress"] for n in nodes}
+    answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=timeout_s)
+    seen = {}
+    for ref in answered:
+        try:
+            seen[asked[ref]] = ray.get(ref)
+        except RayError:
+            pass
+    return seen
 
 
 def _fits(nodes: list[dict], cpus: float, gpus: float) -> bool:
