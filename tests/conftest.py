@@ -135,3 +135,29 @@ def shared_sweeps(tmp_path_factory):
         return done[extra]
 
     return sweep
+
+
+# ------------------------------------------------------------------ the many-machines tests
+def pytest_addoption(parser):
+    parser.addoption("--run-cluster", action="store_true",
+                     help="run the tests marked cluster: separate hosts made with network and "
+                          "mount namespaces on this machine, root only (`make test-cluster`)")
+
+
+def pytest_runtest_setup(item):
+    """The cluster tests run under `make test-cluster` only: they need root, and take minutes."""
+    if item.get_closest_marker("cluster") and not item.config.getoption("--run-cluster"):
+        if os.geteuid() != 0:
+            pytest.skip("separate test hosts need root (network and mount namespaces): "
+                        "`make test-cluster` as root runs them")
+        pytest.skip("a cluster of separate test hosts: `make test-cluster` runs these")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What the cluster tests measured (docs/cluster.md, "Measured")."""
+    import sys
+    hosts = sys.modules.get("tests.cluster_hosts")
+    if hosts is not None and hosts.FIGURES:
+        terminalreporter.write_sep("-", "measured on the test hosts")
+        for name, value in hosts.FIGURES.items():
+            terminalreporter.write_line(f"{name}: {value}")
