@@ -411,6 +411,11 @@ class Cluster:
                                  env=self.env, log=None if capture else self.log)
 
 
+    def note(self, text: str) -> None:
+        """A line in the laptop's log, with the time: what the test did, between the commands."""
+        with open(self.log, "a") as log:
+            log.write(f"\n# {time.strftime('%H:%M:%S')} {text}\n")
+
     def up(self) -> None:
         done = self.ray("up", str(self.file), "-y", "--no-config-cache")
         assert done.returncode == 0, f"ray up failed:\n{self.log.read_text()[-4000:]}"
