@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: demo test bench
+.PHONY: demo test test-cluster bench
 
 .venv/.installed: pyproject.toml constraints.txt
 	python3 -m venv .venv
@@ -24,6 +24,20 @@ demo: .venv/.installed
 # docs/benchmarks.md §11). Every test holds beside others (a sweep starts a Ray of its own).
 test: .venv/.installed
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -n 3 --dist loadfile
+
+# The many-machines tests (tests/test_cluster_hosts.py; docs/cluster.md, "Testing it"): a head
+# and two workers made on this machine with network, mount and PID namespaces, `ray up` of
+# cluster-local.yaml over real SSH, and a sweep per scenario (a host lost, a partition, the
+# driver killed, storage that is not shared, an image sweep). Root only, for the namespaces;
+# the SSH server and rsync they need are installed when absent, as .ci/run installs Chromium.
+# `make test` skips these tests.
+CLUSTER_PACKAGES := openssh-server rsync
+test-cluster: .venv/.installed
+	@[ "$$(id -u)" -eq 0 ] || { echo "make test-cluster needs root: its test hosts are network and mount namespaces"; exit 1; }
+	@[ -x /usr/sbin/sshd ] && command -v rsync >/dev/null || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(CLUSTER_PACKAGES) || \
+	  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(CLUSTER_PACKAGES); }
+	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -p no:cacheprovider --run-cluster tests/test_cluster_hosts.py
 
 bench: .venv/.installed
 	.venv/bin/pip install --quiet -c constraints.txt -e '.[test,bench]'
