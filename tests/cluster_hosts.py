@@ -127,6 +127,7 @@ class Hosts:
 
     def __init__(self, count: int, base: str = "/var/tmp"):
         check_can_run()
+        subnet = _free_subnet()
         run_id = f"{os.getpid() % 100000}"
         # Not under /tmp: the hosts' own /tmp hides it, and every host needs the run's files.
         self.dir = Path(tempfile.mkdtemp(prefix=f"sbfn-hosts-{run_id}-", dir=base))
@@ -134,7 +135,6 @@ class Hosts:
         self.scratch = self.dir / "scratch"      # the same path everywhere, its own on each host
         self.key = self.dir / "ssh" / "id_ed25519"
         self.bridge = f"sbbr{run_id}"
-        subnet = _free_subnet()
         addresses = list(subnet.hosts())
         self.laptop_address = str(addresses[0])
         self.prefix = subnet.prefixlen
@@ -196,12 +196,18 @@ class Hosts:
                                    f"{probe.stderr.decode()[-500:]}")
             time.sleep(0.3)
 
-    def ssh(self, host: Host, command: str) -> list[str]:
+    def ssh(self, host: Host, command: str, *options: str) -> list[str]:
         """An SSH command line from the laptop to `host` (the harness's own look inside)."""
         return ["ssh", "-i", str(self.key), "-o", "IdentitiesOnly=yes", "-o",
                 "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o",
-                "LogLevel=ERROR", "-o", "ConnectTimeout=5", "-o", "BatchMode=yes",
+                "LogLevel=ERROR", "-o", "ConnectTimeout=5", "-o", "BatchMode=yes", *options,
                 f"root@{host.address}", command]
+
+    def forward(self, host: Host, port: int, to: int) -> subprocess.Popen:
+        """127.0.0.1:`port` of the laptop forwarded to 127.0.0.1:`to` of `host`, as `ray attach
+        -p` does (the caller ends the process)."""
+        return subprocess.Popen(self.ssh(host, "", "-N", "-L", f"127.0.0.1:{port}:127.0.0.1:{to}"),
+                                stdin=subprocess.DEVNULL)
 
     # --- what happens to machines ------------------------------------------------------
     def kill(self, host: Host) -> None:

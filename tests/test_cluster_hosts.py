@@ -33,8 +33,7 @@ import pytest
 from sbfn_dist.settings.records import COLUMNS
 from tests.cluster_hosts import (FIGURES, ROOT, Cluster, Hosts, HostsUnavailable, host_path,
                                  reachable)
-from tests.sweep_helpers import free_port
-from tests.sweep_helpers import assert_each_fold_once
+from tests.sweep_helpers import assert_each_fold_once, free_port
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
@@ -62,8 +61,8 @@ DIGITS = "data/digits.npz"          # under the shared directory
 IMAGES = ["sweeps.images", "--smoke", "--members", "2", "--epsilons", "0", "0.3",
           "--ensembles", "cnn", "--set", "head_epochs=20", *ONE_PER_HOST]
 # Scores are float32 training's: the same sweep on one machine agrees to float32 rounding
-# amplified through a few hundred optimiser steps (both sides run on this CPU, one thread per
-# trial, so in practice they agree exactly).
+# amplified through a few hundred optimiser steps (both sides run on this CPU with the same
+# threads per trial, so in practice they agree exactly).
 RTOL = 1e-5
 SWEEP_TIMEOUT_S = 300
 WORKER = "ray::ImplicitFunc"        # the process title of a Tune trial's worker
@@ -139,7 +138,7 @@ class Lab:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             parts = self.parts(name)
-            done = pd.Series([t for t, _ in parts]).value_counts() if parts else pd.Series()
+            done = Counter(trial for trial, _ in parts)
             for (trial, _), (where, _) in parts.items():
                 if where == host.name and done[trial] == 1:
                     return trial
@@ -191,9 +190,7 @@ class Lab:
         """http://127.0.0.1:PORT on the laptop, forwarded to the head's MLflow server."""
         if self._tunnel is None or self._tunnel[0].poll() is not None:
             port = free_port()
-            ssh = self.hosts.ssh(self.head, "sleep infinity")
-            process = subprocess.Popen([*ssh[:-2], "-N", "-L", f"127.0.0.1:{port}:127.0.0.1:5000",
-                                        ssh[-2]], stdin=subprocess.DEVNULL)
+            process = self.hosts.forward(self.head, port, 5000)
             deadline = time.monotonic() + 20
             while not reachable("127.0.0.1", port):
                 assert time.monotonic() < deadline and process.poll() is None, "no tunnel"
