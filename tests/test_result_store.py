@@ -71,7 +71,7 @@ def test_a_directory_another_machine_does_not_see_is_refused_naming_the_fix(tmp_
     (on real separate hosts: tests/test_cluster_hosts.py, scenario e)."""
     import pytest
 
-    from sweeps.engine.store import StorageError
+    from sweeps.engine.common.store import StorageError
     store = ResultStore(str(tmp_path / "sweep"))
     store.create()
     looked: list = []

@@ -273,8 +273,8 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
     from the store: each fold stays one point of its run's history, whether the same driver
     logged it (retry) or a driver before it did (resume: a new tracker finds the run again).
     Seen on separate hosts (tests/test_cluster_hosts.py): fold 0 logged twice after a retry."""
-    from sweeps.engine.store import ResultStore
-    from sweeps.engine.tracking import SweepTracker
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.tell.tracking import SweepTracker
     store = ResultStore(str(tmp_path / "results"))
     store.create()
     config = {"trial_id": "A", "task": "regression", "extra": {"role": "ensemble"}}
