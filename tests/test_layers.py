@@ -1,6 +1,7 @@
-"""The layers (docs/design.md): sbfn_dist never imports sweeps, analysis, Ray, MLflow or Optuna;
-the modules the analysis layer reads (records and what it imports) never import torch, nor does
-the driver of a tabular sweep."""
+"""The layers and floors (docs/design.md): sbfn_dist never imports sweeps, analysis, Ray, MLflow
+or Optuna; the modules the analysis layer reads (records and what it imports) never import torch,
+nor does the driver of a tabular sweep; no module of the house imports a floor above its own or
+joins an import circle; torch, Ray and Optuna load only in their rooms of the sweeps."""
 
 import ast
 import pathlib
@@ -11,9 +12,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FORBIDDEN_IN_LIBRARY = ("sweeps", "analysis", "ray", "mlflow", "optuna")
 
 
-def imported_modules(path: pathlib.Path) -> set:
+def imported_modules(path: pathlib.Path, top_level: bool = False) -> set:
+    """The modules `path` imports; top_level: only what runs on import (not in a function)."""
+    tree = ast.parse(path.read_text())
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _module_level(tree) if top_level else ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -105,17 +108,197 @@ def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
     assert not upward, upward
 
 
-def test_the_sweeps_engine_imports_no_command():
-    """sweeps/ holds the commands users know by name (python -m sweeps.cifar10, ...) and the
-    Python API; sweeps/engine/ everything they call, and it never calls back up."""
-    upward = {}
-    for path in (ROOT / "sweeps" / "engine").rglob("*.py"):
-        bad = sorted(m for m in imported_modules(path)
-                     if m.startswith("sweeps") and not m.startswith("sweeps.engine"))
-        if bad:
-            upward[str(path.relative_to(ROOT))] = bad
-    assert not upward, upward
-    commands = {p.stem for p in (ROOT / "sweeps").glob("*.py")}
-    assert commands <= {"__init__", "__main__", "api", "appendix", "cifar10", "classification",
-                        "cleanup", "demo", "export", "fashion_mnist", "images", "mnist",
-                        "regression", "relog"}
+# The whole house's floor plan (docs/design.md): the library, the analysis, then the sweeps'
+# floors, each a folder. A module imports its own floor and lower ones, never one above --
+# imports inside functions included.
+HOUSE = ("sbfn_dist", "analysis", "sweeps")
+ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tell": 6}
+ENGINE_ROOT, COMMANDS, SWEEPS = 7, 8, 9
+# The commands users type (python -m sweeps.NAME): public names, so sweeps/ holds them whatever
+# its size; every other folder holds at most MAX_FILES.
+COMMANDS_BY_NAME = {"__main__", "appendix", "cifar10", "classification", "cleanup", "demo",
+                    "export", "fashion_mnist", "images", "mnist", "regression", "relog"}
+MAX_FILES = 12
+
+
+def house_modules() -> dict[str, pathlib.Path]:
+    found = {}
+    for top in HOUSE:
+        for path in (ROOT / top).rglob("*.py"):
+            found[".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")] \
+                = path
+    return found
+
+
+def house_floor(module: str) -> int:
+    parts = module.split(".")
+    if parts[0] != "sweeps":
+        return HOUSE.index(parts[0])
+    if parts[1:2] == ["engine"]:
+        return ENGINE_FLOORS.get(parts[2] if len(parts) > 2 else "", ENGINE_ROOT)
+    return COMMANDS if parts[1:2] in (["commands"], ["tools"]) else SWEEPS
+
+
+def house_imports(path: pathlib.Path, modules, *, top_level: bool = False) -> set:
+    """The house's modules `path` imports (`from a.b import c` names the module a.b.c where it
+    is one). top_level: only what runs on import (not inside a function's body)."""
+    tree = ast.parse(path.read_text())
+    nodes = _module_level(tree) if top_level else ast.walk(tree)
+    found = set()
+    for node in nodes:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                     else node.module for a in node.names]
+        found |= {n for n in names if n in modules}
+    return found
+
+
+def _module_level(tree):
+    """Every node that runs when the module is imported: all but the bodies of functions."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(top_level: bool = False) -> dict[str, set]:
+    modules = house_modules()
+    return {m: house_imports(p, modules, top_level=top_level) for m, p in modules.items()}
+
+
+def test_no_module_of_the_house_imports_a_floor_above_its_own():
+    upward = {m: sorted(i for i in imported if house_floor(i) > house_floor(m))
+              for m, imported in import_graph().items()}
+    assert not {m: bad for m, bad in upward.items() if bad}
+
+
+def test_no_import_circle_anywhere_in_the_house():
+    graph = import_graph()
+    circles = [c for c in _strongly_connected(graph) if len(c) > 1]
+    assert not circles
+
+
+def _strongly_connected(graph: dict[str, set]) -> list[list[str]]:
+    """Tarjan's components, iteratively (the graph has a few hundred modules)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]; counter[0] += 1; stack.append(root); on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]; counter[0] += 1
+                    stack.append(child); on.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop(); on.discard(member); component.append(member)
+                    if member == node:
+                        break
+                found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert [["a", "b"]] == [c for c in _strongly_connected({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+                            if len(c) > 1]
+
+
+def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
+    floors = {house_floor(m) for m in house_modules() if m.startswith("sweeps")}
+    assert len(floors) < 10
+    crowded = {}
+    for folder in [ROOT / "sweeps", *(p for p in (ROOT / "sweeps").rglob("*") if p.is_dir())]:
+        files = [p for p in folder.glob("*.py")
+                 if not (folder == ROOT / "sweeps" and p.stem in COMMANDS_BY_NAME)]
+        if len(files) > MAX_FILES:
+            crowded[str(folder.relative_to(ROOT))] = len(files)
+    assert not crowded
+    commands = {p.stem for p in (ROOT / "sweeps").glob("*.py")} - {"__init__", "api"}
+    assert commands <= COMMANDS_BY_NAME, "a new module at sweeps/'s top: a command? (docs/design.md)"
+
+
+# The doors: the only imports of the house inside a function in sweeps/, each from a light room
+# into a heavy one, for a reason its comment gives (docs/design.md, "Torch and Ray by where
+# things stand"). Anything else is imported at the top of its module.
+DOORS = {
+    ("sweeps.engine.sweep", "sweeps.engine.tune"),                # Ray, in the sweep's environment
+    ("sweeps.engine.run.trainable", "sweeps.engine.run.trial"),   # torch, on the trial's worker
+    ("sweeps.api", "sweeps.engine.results.refit"),                # torch, when a model is asked for
+    ("sweeps.api", "sweeps.engine.export"),
+    ("sweeps.engine.sweep", "sweeps.engine.tell.study"),          # Optuna, for an Optuna sweep
+    ("sweeps.engine.before_ray", "sweeps.engine.tell.study"),
+    ("sweeps.engine.tune", "sweeps.engine.tell.study"),
+    ("sweeps.engine.plan.grids", "sbfn_dist.data.image_files"),   # torch, for image data only
+}
+# What loads torch, Ray and Optuna on import (drawn from the module-level imports): every other
+# module of sweeps/ loads none of them, which the tabular driver and a dry run rely on.
+TORCH_ROOMS = {"sweeps.engine.run.trial", "sweeps.engine.results.refit",
+               "sweeps.engine.tell.serving", "sweeps.engine.tell.mlflow_model",
+               "sweeps.engine.export", "sweeps.commands.appendix", "sweeps.appendix",
+               "sweeps.export"}
+RAY_ROOMS = {"sweeps.engine.run.trainable", "sweeps.engine.run.progress",
+             "sweeps.engine.run.resources", "sweeps.engine.run.search",
+             "sweeps.engine.tell.study", "sweeps.engine.tell.mlflow_logger", "sweeps.engine.tune"}
+OPTUNA_ROOMS = {"sweeps.engine.tell.study"}
+
+
+def test_the_only_imports_inside_functions_in_the_sweeps_are_the_documented_doors():
+    modules = house_modules()
+    hidden = set()
+    for m, path in modules.items():
+        if m.startswith("sweeps"):
+            inside = house_imports(path, modules) - house_imports(path, modules, top_level=True)
+            hidden |= {(m, i) for i in inside}
+    assert hidden == DOORS
+
+
+def loading(package: str) -> set:
+    """The sweeps modules whose import loads `package`: it, or a module of the house it imports
+    at its top that does, imports the package at its top."""
+    modules = house_modules()
+    graph = import_graph(top_level=True)
+    direct = {m for m, p in modules.items()
+              if any(n == package or n.startswith(package + ".")
+                     for n in imported_modules(p, top_level=True))}
+    loads, changed = set(direct), True
+    while changed:
+        more = {m for m, imported in graph.items() if imported & loads} - loads
+        loads |= more
+        changed = bool(more)
+    return {m for m in loads if m.startswith("sweeps")}
+
+
+def test_torch_ray_and_optuna_load_only_in_their_rooms():
+    assert loading("torch") == TORCH_ROOMS
+    assert loading("ray") == RAY_ROOMS
+    assert loading("optuna") == OPTUNA_ROOMS
+
+
+def test_every_other_room_of_the_sweeps_imports_neither_torch_nor_ray_nor_optuna():
+    """The drawing above checked by Python itself: every light room imported in one fresh
+    interpreter (their modules load third-party packages the drawing does not follow)."""
+    light = sorted(m for m in house_modules() if m.startswith("sweeps")
+                   and m not in TORCH_ROOMS | RAY_ROOMS | OPTUNA_ROOMS)
+    code = ("import importlib, sys\n"
+            f"for m in {light!r}: importlib.import_module(m)\n"
+            "print(sorted(p for p in ('torch', 'ray', 'optuna') if p in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(light) > 30 and out.stdout.split("\n")[-2] == "[]"
