@@ -86,3 +86,20 @@ def test_a_bounded_centre_step_keeps_layernorm_from_throwing_the_centres_away():
     assert (moved["plain"] > 100).all(), moved
     # float32: the capped move is gamma to a few ulps
     assert (moved["bounded"] <= 1 + 1e-5).all() and (moved["bounded"] > 0.99).all(), moved
+
+
+@pytest.mark.parametrize("fallback", ["prior", "none"])
+def test_the_classifier_estimator_takes_the_head_s_fallback_and_centre_step(fallback):
+    """SBFNClassifier's head_fallback and centre_step reach its head (they were trial settings
+    only): the head that learned nothing answers the class prior, or its own uniform output."""
+    from sbfn_dist import SBFNClassifier
+    digits = load_digits()
+    rows = np.concatenate([np.flatnonzero(digits.target == c)[:n] for c, n in COUNTS.items()])
+    x, y = digits.images[rows, None].astype(np.float32) / 16, digits.target[rows]
+    model = SBFNClassifier(ensemble="cnn", n_members=2, epochs=1, combiner="sbfn", lr_alpha=1e-30,
+                           head_fallback=fallback, centre_step="plain").fit(x, y)
+    assert model.combiner_.centre_step == "plain"
+    prior = np.bincount(y) / len(y)
+    expected = prior if fallback == "prior" else np.full(3, 1 / 3)
+    # float32 probabilities: 1e-6 of 1
+    np.testing.assert_allclose(model.predict_proba(x), np.tile(expected, (len(y), 1)), atol=1e-6)

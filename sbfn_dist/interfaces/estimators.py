@@ -61,9 +61,8 @@ COMBINERS = {"regression": TASKS["regression"].combiners,
 MODALITIES = {"regression": ("tabular",), "classification": ("tabular", "image")}
 DIVERGED_RMS = 1e6     # combiner output RMS, in target stds, taken as divergence
 # Trial fields the fold loop reads that no estimator parameter sets: the estimator runs no
-# plug-in members, G1/G2/G3 replay the members' own training stream, and the s-BFN head takes
-# its bounded centre step and its constant-guess fallback (docs/method.md).
-LOOP_ONLY = ("online_regime", "plugin_members", "centre_step", "head_fallback")
+# plug-in members, and G1/G2/G3 replay the members' own training stream (docs/method.md).
+LOOP_ONLY = ("online_regime", "plugin_members")
 
 
 def estimator_defaults(task: str) -> dict:
@@ -389,8 +388,10 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     combiner (Table "Ensemble variants"):
       "sbfn"         the s-BFN head, trained on-the-fly: one step per member batch (Algorithm 2;
                      `temperature` T, `sbfn_units_per_member`, `row_norm`, `centre_init`,
-                     `lr_alpha` = eta_alpha, `head_optimizer`);
+                     `centre_step`, `lr_alpha` = eta_alpha, `head_optimizer`);
       "moe"          a Mixture-of-Experts gate, on-the-fly (`lr_alpha`, `head_optimizer`);
+    Both learned heads take `head_fallback`: "prior" (default) answers the class prior where the
+    head is right on no more fitted rows than their majority class; "none" keeps its output.
       "sbfn_stacked", "moe_stacked"  the same heads fitted after the members on a stratified
                      `val_fraction` of the rows, held out from the members (`head_epochs`;
                      None: at least 10 epochs and 1000 steps);
@@ -429,7 +430,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                  temperature=_CLF["temperature"],
                  sbfn_units_per_member=_CLF["sbfn_units_per_member"],
                  row_norm=_CLF["row_norm"], centre_init=_CLF["centre_init"],
-                 head_optimizer=_CLF["head_optimizer"], head_epochs=_CLF["head_epochs"],
+                 centre_step=_CLF["centre_step"], head_optimizer=_CLF["head_optimizer"],
+                 head_fallback=_CLF["head_fallback"], head_epochs=_CLF["head_epochs"],
                  val_fraction=_CLF["val_fraction"],
                  # where and how reproducibly it runs
                  device=_CLF["device"], random_state=_CLF["random_state"]):
@@ -454,7 +456,9 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.sbfn_units_per_member = sbfn_units_per_member
         self.row_norm = row_norm
         self.centre_init = centre_init
+        self.centre_step = centre_step
         self.head_optimizer = head_optimizer
+        self.head_fallback = head_fallback
         self.head_epochs = head_epochs
         self.val_fraction = val_fraction
         self.device = device
