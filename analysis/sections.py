@@ -46,6 +46,12 @@ def overview_blocks(results) -> list:
         blocks.append(Text(f"{len(results.not_ok)} rows diverged or failed: they are never "
                            "averaged in, and the table 'Trials that diverged or failed' under "
                            "Detailed tables lists them."))
+    flagged = int(results.ok["uninformative"].eq(True).sum()) if "uninformative" in results.ok \
+        else 0
+    if flagged:
+        blocks.append(Text(f"{flagged} ok rows come from a combiner that did not beat the constant "
+                           "guess on the rows it was fitted on (uninformative; counted by model "
+                           "under Detailed tables, 'Rows by status')."))
     return blocks
 
 

@@ -75,7 +75,9 @@ NOTES = {
     "status": [
         "Rows by status. ok rows are analysed; diverged (non-finite training or predictions) and "
         "failed (the trial crashed after its retries) rows are counted here and listed below, "
-        "never averaged in.",
+        "never averaged in. uninformative: ok rows of a classification combiner that was right "
+        "on no more of the rows it was fitted on than their majority class (a learned head then "
+        "answers the class prior; docs/results-table.md); they are averaged in, as scored.",
     ],
 }
 
@@ -276,12 +278,18 @@ def _pairs(dataset: str, wide: pd.DataFrame, test: str) -> pd.DataFrame:
 
 
 def status_counts(table: pd.DataFrame) -> pd.DataFrame:
-    counts = table.groupby(["sweep", "dataset", "model", "status"], dropna=False).size()
+    keys = ["sweep", "dataset", "model"]
+    counts = table.groupby([*keys, "status"], dropna=False).size()
     wide = counts.unstack("status", fill_value=0).reset_index()
     for s in ("ok", "diverged", "failed"):
         if s not in wide.columns:
             wide[s] = 0
-    return wide[["sweep", "dataset", "model", "ok", "diverged", "failed"]]
+    wide = wide[[*keys, "ok", "diverged", "failed"]]
+    if "uninformative" not in table:         # a sweep from before the column
+        return wide
+    flagged = table[table["uninformative"].eq(True)].groupby(keys, dropna=False).size()
+    return wide.merge(flagged.rename("uninformative").reset_index(), on=keys, how="left") \
+        .fillna({"uninformative": 0}).astype({"uninformative": int})
 
 
 def problem_list(not_ok: pd.DataFrame) -> pd.DataFrame:

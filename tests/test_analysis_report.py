@@ -440,3 +440,22 @@ def test_html_opens_in_a_headless_browser_with_every_figure(browser, report, tmp
     html = (report / "report.html").read_text()
     broken.write_text(html.replace("base64,iVBOR", "base64,!!!!", 1))
     assert loaded_figures(browser, broken, tmp_path / "p2") == (n_png - 1, n_png)
+
+
+def test_uninformative_rows_are_counted_by_model_and_named_in_the_overview(sweeps, tmp_path):
+    """A combiner that did not beat the constant guess (the records' `uninformative`): counted
+    in 'Rows by status' and named once above the sections."""
+    from analysis.sections import overview_blocks
+    rows = pd.read_parquet(sweeps[2] / "results.parquet")
+    flagged = rows["model"].eq("moe") & rows["status"].eq("ok")
+    rows["uninformative"] = rows["uninformative"].astype(object).where(~flagged, True)
+    (tmp_path / "tab").mkdir()
+    rows.to_parquet(tmp_path / "tab" / "results.parquet")
+    res = load_results(tmp_path / "tab")
+    counts = tables.status_counts(res.table).set_index("model")["uninformative"]
+    expected = rows[rows["uninformative"].eq(True)].groupby("model").size()
+    assert counts["moe"] == flagged.sum() > 0
+    assert counts.sum() == expected.sum()
+    texts = [b.text for b in overview_blocks(res) if hasattr(b, "text")]
+    assert any(t.startswith(f"{expected.sum()} ok rows come from a combiner that did not beat")
+               for t in texts), texts
