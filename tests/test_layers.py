@@ -4,6 +4,7 @@ nor does the driver of a tabular sweep; no module of the house imports a floor a
 joins an import circle; torch, Ray and Optuna load only in their rooms of the sweeps."""
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -12,16 +13,25 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FORBIDDEN_IN_LIBRARY = ("sweeps", "analysis", "ray", "mlflow", "optuna")
 
 
-def imported_modules(path: pathlib.Path, top_level: bool = False) -> set:
-    """The modules `path` imports; top_level: only what runs on import (not in a function)."""
-    tree = ast.parse(path.read_text())
-    found = set()
+@functools.lru_cache(maxsize=None)
+def _tree(path: pathlib.Path) -> ast.Module:
+    return ast.parse(path.read_text())        # each file once, however many tests read it
+
+
+def _import_statements(path: pathlib.Path, top_level: bool = False):
+    """(module, names) of each absolute import in `path`: `import a.b` gives (a.b, ()), `from a
+    import b, c` (a, (b, c)). top_level: only what runs on import (not inside a function)."""
+    tree = _tree(path)
     for node in _module_level(tree) if top_level else ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            yield from ((alias.name, ()) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-    return found
+            yield node.module, tuple(alias.name for alias in node.names)
+
+
+def imported_modules(path: pathlib.Path, top_level: bool = False) -> set:
+    """The modules `path` imports (see _import_statements)."""
+    return {module for module, _ in _import_statements(path, top_level)}
 
 
 def test_the_library_imports_no_upper_layer_and_no_service():
@@ -121,6 +131,7 @@ COMMANDS_BY_NAME = {"__main__", "appendix", "cifar10", "classification", "cleanu
 MAX_FILES = 12
 
 
+@functools.lru_cache(maxsize=None)
 def house_modules() -> dict[str, pathlib.Path]:
     found = {}
     for top in HOUSE:
@@ -142,18 +153,11 @@ def house_floor(module: str) -> int:
 def house_imports(path: pathlib.Path, modules, *, top_level: bool = False) -> set:
     """The house's modules `path` imports (`from a.b import c` names the module a.b.c where it
     is one). top_level: only what runs on import (not inside a function's body)."""
-    tree = ast.parse(path.read_text())
-    nodes = _module_level(tree) if top_level else ast.walk(tree)
     found = set()
-    for node in nodes:
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
-                     else node.module for a in node.names]
-        found |= {n for n in names if n in modules}
-    return found
+    for module, names in _import_statements(path, top_level):
+        found |= {f"{module}.{n}" if f"{module}.{n}" in modules else module for n in names} \
+            or {module}
+    return found & modules.keys()
 
 
 def _module_level(tree):
@@ -166,6 +170,7 @@ def _module_level(tree):
             todo.extend(ast.iter_child_nodes(node))
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph(top_level: bool = False) -> dict[str, set]:
     modules = house_modules()
     return {m: house_imports(p, modules, top_level=top_level) for m, p in modules.items()}

@@ -390,13 +390,14 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                      `temperature` T, `sbfn_units_per_member`, `row_norm`, `centre_init`,
                      `centre_step`, `lr_alpha` = eta_alpha, `head_optimizer`);
       "moe"          a Mixture-of-Experts gate, on-the-fly (`lr_alpha`, `head_optimizer`);
-    Both learned heads take `head_fallback`: "prior" (default) answers the class prior where the
-    head is right on no more fitted rows than their majority class; "none" keeps its output.
       "sbfn_stacked", "moe_stacked"  the same heads fitted after the members on a stratified
                      `val_fraction` of the rows, held out from the members (`head_epochs`;
                      None: at least 10 epochs and 1000 steps);
       "logit_mean"   logit averaging (the paper's "Mean"); "logit_mean_tuned" the same with a
                      temperature tuned on the held-out part; "prob_mean" probability averaging.
+    The learned heads (sbfn, moe and their stacked forms) take `head_fallback`: "prior" (the
+    default) answers the class prior where the head is right on no more of the rows it was fitted
+    on than their majority class; "none" keeps its own output.
     Parameters the combiner or the data kind does not use are ignored.
 
     Heads train in float32 (as in run_trial) and then run in the members' dtype. On tables with

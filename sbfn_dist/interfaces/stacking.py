@@ -84,8 +84,9 @@ SKLEARN_PARAMETERS = ("estimators", "cv", "n_jobs")
 # The parameters named otherwise than their config field, so that no common estimator name is a
 # parameter (module docstring): parameter -> field.
 FIELD_OF = {"lr_theta": "lr"}
-# A stack saved before a rename loads with its parameter's new name (saved.load reads this).
-FORMER_NAMES = {"lr": "lr_theta"}
+# A stack saved before a rename loads with its parameter's new name (saved.load reads this):
+# until then, each parameter bore its field's name.
+FORMER_NAMES = {field_name: parameter for parameter, field_name in FIELD_OF.items()}
 
 
 class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
