@@ -234,7 +234,8 @@ def test_python_m_sweeps_run_dry_run_lists_the_trials_and_runs_nothing(tmp_path)
     assert not (tmp_path / "out").exists()
 
 
-def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys):
+def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys, data_dir):
+    # data_dir: a dry run checks the data as a run does (regression80 is Air Quality's grid)
     assert sweeps_main.main(["run", "regression80", "--dry-run", "--smoke"]) == 0
     out = capsys.readouterr().out
     assert "sweep 'air_quality-regression80-smoke'" in out and "folds/splits in all" in out
