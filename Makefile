@@ -21,7 +21,8 @@ demo: .venv/.installed
 # sweep, a Ray, an MLflow server) run once. Much of a sweep test's time is waiting for processes
 # to start or stop (a driver, Ray's daemons, a trial worker importing torch): with two groups
 # the cores were idle ~15% of the time, and a third fills it (625 -> 503 s; four: 509 s,
-# docs/benchmarks.md §11). Every test holds beside others (a sweep starts a Ray of its own).
+# docs/benchmarks.md §11). Every test holds beside others: each process has a Ray of its own
+# (the sweep tests run in a process share it: tests/sweep_helpers.py, a_ray).
 test: .venv/.installed
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -n 3 --dist loadfile
 

@@ -93,29 +93,35 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def no_ray_left_behind():
-    """Each test file starts without a Ray in its process: a sweep leaves the Ray it started
-    running (as a notebook would want), and under `make test` the next file in this process
-    would find it (the "Ray not started" checks of bad input, a file's own ray.init)."""
-    yield
+def no_ray_left_behind(request):
+    """A test file marked own_ray starts without a Ray in its process (the suite's is stopped
+    first: it starts or joins its own, or checks that a sweep starts one); after any file, a
+    Ray other than the suite's is stopped (a sweep leaves the Ray it started running, as a
+    notebook would want, and the next file would find it)."""
     import sys
-    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+
+    from tests.sweep_helpers import suite_ray_is_up
+    own = request.node.get_closest_marker("own_ray") is not None
+    if own and "ray" in sys.modules:
+        sys.modules["ray"].shutdown()
+    yield
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized() and not suite_ray_is_up():
         sys.modules["ray"].shutdown()
 
 
-@contextlib.contextmanager
-def a_ray():
-    """The Ray this process runs (a test file's own), else a local one of 2 CPUs for the block,
-    as the sweep test files start theirs."""
-    import ray
-    ours = not ray.is_initialized()
-    if ours:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    try:
-        yield
-    finally:
-        if ours:
-            ray.shutdown()
+@pytest.fixture
+def ray_connects(monkeypatch) -> list:
+    """The calls a sweep run in this test makes to start or join Ray (engine.tune.connect_ray),
+    for the checks that a refusal comes before Ray: with the suite's Ray up in this process,
+    ray.is_initialized() would not tell."""
+    from sweeps.engine import tune
+    calls, real = [], tune.connect_ray
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(tune, "connect_ray", spy)
+    return calls
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +129,7 @@ def shared_sweeps(tmp_path_factory):
     """Tiny sweeps that several test files read and never change, each run once per test
     process (SHARED_FIXTURE_FILES): shared_sweeps(*run_tiny's arguments) -> (its storage, its
     outcome, what it printed). A sweep runs when first asked for, in the asking file's Ray."""
-    from tests.sweep_helpers import run_tiny
+    from tests.sweep_helpers import a_ray, run_tiny
     done: dict = {}
 
     def sweep(*extra: str) -> tuple:

@@ -1,5 +1,6 @@
 """Shared pieces of the sweep tests: tiny real sweeps and checks on what they leave behind."""
 
+import contextlib
 import socket
 
 import pandas as pd
@@ -20,11 +21,37 @@ TINY_CLASSIFICATION = ["--dataset", "wine", "--grid", "demo", "--smoke"]
 ONE_AT_A_TIME = ("--max-concurrent", "1")
 # Two sweeps several test files read (conftest.py's shared_sweeps runs each once): the smoke
 # grid with M = 2 (M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF) logged to its own
-# sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow,
-# one at a time.
-LOGGED = ("--members", "2")
+# sqlite MLflow store, and three Optuna samples of the smoke grid without competitors or MLflow;
+# both one at a time.
+LOGGED = ("--members", "2", *ONE_AT_A_TIME)
 SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--competitors", "none",
             *ONE_AT_A_TIME)
+
+
+# The sweep tests that run in this process share one local Ray of 2 CPUs, the suite's Ray:
+# started by the first that asks (a_ray), it stays up for the next test files. A Ray start and
+# stop is ~7 CPU-s and ~7 s (its daemons: dashboard, agents, monitors, 2 prestarted workers), a
+# tiny sweep's own work ~10 (docs/benchmarks.md §11). Its gcs address, once started. (Here, not
+# in conftest.py, which pytest imports as a module of another name than tests.conftest.)
+SUITE_RAY: dict = {}
+
+
+def suite_ray_is_up() -> bool:
+    import ray
+    return ray.is_initialized() and \
+        ray.get_runtime_context().gcs_address == SUITE_RAY.get("gcs_address")
+
+
+@contextlib.contextmanager
+def a_ray():
+    """The suite's Ray (started here if this process has no Ray yet), for the block; a test
+    file's own Ray if one is up (own_ray)."""
+    import ray
+    if not ray.is_initialized():
+        started = ray.init(address="local", num_cpus=2, include_dashboard=False,
+                           logging_level="ERROR")
+        SUITE_RAY["gcs_address"] = started.address_info["gcs_address"]
+    yield
 
 
 def free_port() -> int:

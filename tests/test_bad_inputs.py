@@ -228,9 +228,7 @@ def plugin_modules(tmp_path_factory, monkeypatch):
                          + cases(UNREADABLE, LINUX))
 def test_a_command_refuses_bad_input_in_one_line_before_any_work(command, argv, words, csv,
                                                                  tmp_path, capsys,
-                                                                 plugin_modules):
-    import ray
-    ray_before = ray.is_initialized()
+                                                                 plugin_modules, ray_connects):
     argv = fill(argv, csv, tmp_path)
     if command in SWEEPS and "--storage" not in argv:
         argv += ["--storage", str(tmp_path / "results")]
@@ -241,7 +239,7 @@ def test_a_command_refuses_bad_input_in_one_line_before_any_work(command, argv, 
     [line] = [line for line in out.err.splitlines() if line.startswith("error: ")]
     for word in words:
         assert word in line, line
-    assert " on a local Ray" not in out.out and ray.is_initialized() == ray_before
+    assert " on a local Ray" not in out.out and not ray_connects
     assert not list(tmp_path.rglob("records.csv"))          # --out: nothing trained
     assert not (tmp_path / "results").exists()              # nothing half-written
 

@@ -19,7 +19,7 @@ import yaml
 from tests.sweep_helpers import assert_each_fold_once, config_keys, results, run_tiny
 from tests.sweep_helpers import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.own_ray, pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE_TIMEOUT_S = 6      # the autoscaler checks every second here (AUTOSCALER_UPDATE_INTERVAL_S)

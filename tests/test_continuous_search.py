@@ -28,7 +28,7 @@ from sweeps.engine.plan.ranges import Range, parse_range
 from sweeps.engine.plan.planning import plan_sweep
 from sweeps.engine.before_ray import print_plan
 from sweeps.engine.run.search import sampled_space
-from tests.conftest import a_ray
+from tests.sweep_helpers import a_ray
 
 pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,6 +10,7 @@ from sbfn_dist.interfaces.estimators import FitDivergedError
 from sweeps.engine.run.claim import SweepBusy
 from sweeps.engine.run.resources import ResourceError
 from sweeps.engine.common.store import StorageError
+from tests.sweep_helpers import a_ray
 
 EVERY_ERROR = [ConfigError("epochs", 0, "an integer >= 1"), DataError("too few rows"),
                SbfnError("bad input"), FitDivergedError("lower lr"), ResourceError("no GPU"),
@@ -30,19 +31,12 @@ def test_a_config_error_keeps_its_field_value_and_what_is_allowed():
 
 def test_a_config_error_raised_in_a_ray_task_reaches_the_caller_as_itself():
     import ray
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")
 
     @ray.remote(num_cpus=0)
     def trial():
         raise ConfigError("epochs", 0, "an integer >= 1")
 
-    try:
-        with pytest.raises(ConfigError) as caught:
-            ray.get(trial.remote())
-    finally:
-        if started:
-            ray.shutdown()
+    with a_ray(), pytest.raises(ConfigError) as caught:
+        ray.get(trial.remote())
     assert "config field 'epochs' = 0 is not allowed: an integer >= 1" in str(caught.value)
     assert caught.value.field == "epochs"

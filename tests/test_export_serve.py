@@ -35,8 +35,7 @@ from sweeps.engine.results.refit import refit
 from sweeps.engine.plan.planning import trial_key
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy
-from tests.conftest import a_ray
-from tests.sweep_helpers import free_port
+from tests.sweep_helpers import a_ray, free_port
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -23,7 +23,7 @@ from sbfn_dist.combiners.plugins import fit_plugins
 from sweeps import regression
 from sweeps.engine.sweep import run_sweep
 from sweeps.engine.plan.grids import regression_sweep, smoke
-from tests.sweep_helpers import ONE_AT_A_TIME, assert_each_fold_once, results
+from tests.sweep_helpers import ONE_AT_A_TIME, a_ray, assert_each_fold_once, results
 
 
 @pytest.fixture(scope="module")
@@ -214,11 +214,8 @@ def test_a_heterogeneous_sweep_runs_each_fold_as_a_trial_through_ray(tmp_path):
                                       "--storage", str(tmp_path), "--name", "het", "--no-mlflow",
                                       "--num-cpus", "2", *ONE_AT_A_TIME,
                                       "--set", "plugin_members=ridge,knn"])
-    import ray
-    try:
+    with a_ray():
         outcome = run_sweep(smoke(spec), opts)
-    finally:
-        ray.shutdown()       # the sweep's local Ray must not outlive the test (test order)
     table = results(tmp_path / "het")
     assert len(outcome.trials) == 3
     assert sorted(table["fold"].unique()) == [0, 1, 2]

@@ -21,6 +21,7 @@ from sbfn_dist.learners.cnn import MIN_SIZE
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import field
 from tests.conftest import shared_data_dir
+from tests.sweep_helpers import a_ray
 
 pytestmark = pytest.mark.timeout(600)
 COUNTS = {"stripes_across": 400, "stripes_down": 350, "diagonals": 300}   # 1,050 PNGs, 16x16
@@ -284,7 +285,8 @@ def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_pat
           num_cpus: 2
           max_concurrent: 1
         """))
-    assert sweeps_main.main(["run", str(sweep)]) == 0, capsys.readouterr().err
+    with a_ray():
+        assert sweeps_main.main(["run", str(sweep)]) == 0, capsys.readouterr().err
     root = tmp_path / "results" / "patterns-pngs"   # no name: the folder's and the file's
     table = pd.read_parquet(root / "results.parquet")
     assert (table["status"] == "ok").all() and set(table["epsilon"]) == {0.2, 0.6}

@@ -28,7 +28,7 @@ from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.sweep_keys import SweepFileError
 from sweeps.engine.run.kept import KEPT, kept_dir
 from sweeps.engine.run.trial import keeper
-from tests.conftest import a_ray
+from tests.sweep_helpers import a_ray
 from tests.test_export_serve import TINY, export, fold_part, manifest, planned, recorded, table
 
 pytestmark = pytest.mark.timeout(900)

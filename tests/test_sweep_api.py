@@ -30,7 +30,7 @@ from sweeps.engine.plan.planning import plan
 from sweeps.engine.plan.grids import smoke as smoke_of
 from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(600)]   # the API's own Ray
 ROOT = Path(__file__).resolve().parents[1]
 
 # Tiny: 120 rows of bundled diabetes, 2 folds, 1 epoch; two combiners with two lambda2 values.
@@ -52,14 +52,6 @@ mlflow: false
 resources:
   num_cpus: 2
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_ray_left_behind():
-    """The API starts its own Ray (and keeps it for the next sweep): end it for other modules."""
-    yield
-    import ray
-    ray.shutdown()
 
 
 def write(tmp_path, text: str, name: str = "sweep.yaml") -> Path:

@@ -10,8 +10,8 @@ from sklearn.datasets import load_wine
 from sklearn.model_selection import StratifiedKFold
 
 from sbfn_dist.settings.tasks import SBFN_HEADS, TASKS
-from tests.sweep_helpers import (ONE_AT_A_TIME, assert_each_fold_once, mlflow_runs, results,
-                                 run_tiny)
+from tests.sweep_helpers import (ONE_AT_A_TIME, a_ray, assert_each_fold_once, mlflow_runs,
+                                 results, run_tiny)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -26,13 +26,9 @@ MARGIN = 0.35
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    import ray
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    try:
+    with a_ray():
         yield run_tiny(tmp_path_factory.mktemp("clf"), "--members", "2", *ONE_AT_A_TIME,
                        name="wine", task="classification")
-    finally:
-        ray.shutdown()
 
 
 def majority_accuracy_per_fold() -> tuple[dict, dict]:

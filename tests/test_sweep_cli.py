@@ -21,6 +21,9 @@ from sweeps.regression import build
 from sweeps.regression import main as regression
 from tests.sweep_helpers import free_port
 
+# The checks of --address and --num-gpus are those of a sweep that starts or joins Ray itself.
+pytestmark = pytest.mark.own_ray
+
 SMOKE = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow"]
 
 
@@ -116,12 +119,12 @@ def test_one_holdout_split_is_a_valid_image_sweep_but_one_kfold_fold_is_not(caps
     assert "folds" in err and "split=kfold" in err
 
 
-def test_a_set_that_applies_to_no_trial_is_refused_before_ray_starts(capsys, tmp_path):
-    import ray
+def test_a_set_that_applies_to_no_trial_is_refused_before_ray_starts(capsys, tmp_path,
+                                                                    ray_connects):
     err = error_of(capsys, regression(SMOKE + ["--set", "temperature=2", "--storage", str(tmp_path)]))
     assert "'temperature'" in err and "the s-BFN classification heads" in err
     assert "tabular regression" in err
-    assert not ray.is_initialized() and not any(tmp_path.iterdir())
+    assert not ray_connects and not any(tmp_path.iterdir())
 
 
 def test_a_set_every_trial_overrides_is_refused_too(capsys, tmp_path):

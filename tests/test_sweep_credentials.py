@@ -189,9 +189,8 @@ def test_options_keep_only_the_public_uri_and_a_masked_command():
     assert login(database.mlflow_uri).uri == f"postgresql://{USER}:{SECRET}@db:5432/mlflow"
 
 
-def test_an_unknown_tracking_uri_scheme_stops_the_sweep_in_one_line_before_ray(tmp_path, capsys):
-    import ray
-
+def test_an_unknown_tracking_uri_scheme_stops_the_sweep_in_one_line_before_ray(tmp_path, capsys,
+                                                                               ray_connects):
     from sweeps import regression
     argv = [*TINY, "--storage", str(tmp_path), "--mlflow-uri", f"foo://{USER}:{SECRET}@bar"]
     assert regression.main(argv) == 2
@@ -199,4 +198,4 @@ def test_an_unknown_tracking_uri_scheme_stops_the_sweep_in_one_line_before_ray(t
     assert err.startswith(f"error: --mlflow-uri 'foo://{USER}:***@bar': MLflow has no tracking "
                           "store for the scheme 'foo' (it takes ") and "\n" not in err
     assert "http://" in err and "sqlite://" in err and SECRET not in err
-    assert not ray.is_initialized() and list(tmp_path.iterdir()) == []
+    assert not ray_connects and list(tmp_path.iterdir()) == []

@@ -18,7 +18,7 @@ from sweeps.engine.run.claim import ray_processes
 from tests.sweep_helpers import (ONE_AT_A_TIME, TINY, assert_each_fold_once, config_keys,
                                  mlflow_runs, results, run_tiny)
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(900)]
 
 
 def wait_for_parts(root: Path, n: int, timeout: float = 300) -> None:

@@ -4,7 +4,7 @@ import pytest
 
 from tests.sweep_helpers import results, run_tiny
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -75,16 +75,15 @@ BAD = [   # (case, arguments, what the one line says)
 
 
 @pytest.mark.parametrize("argv, says", [pytest.param(a, s, id=c) for c, a, s in BAD])
-def test_bad_input_is_one_line_before_ray_starts(argv, says, folder, tmp_path, capsys):
-    import ray
-    ray_before = ray.is_initialized()      # an earlier test file's Ray in this process
+def test_bad_input_is_one_line_before_ray_starts(argv, says, folder, tmp_path, capsys,
+                                                 ray_connects):
     named = lambda text: text.replace("{tmp}", str(tmp_path)).replace("{folder}", str(folder))
     code = main_for(ANY, [*map(named, argv), *SMALL, "--smoke", "--no-mlflow", "--storage",
                           str(tmp_path / "results")])
     out, err = capsys.readouterr()
     assert code == 2 and all(named(part) in err for part in says), err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert " on a local Ray" not in out and ray.is_initialized() == ray_before
+    assert " on a local Ray" not in out and not ray_connects
     assert not list(tmp_path.rglob("results.parquet"))
 
 
@@ -123,16 +122,14 @@ def test_a_list_given_as_a_setting_is_refused_in_one_line_not_crossed():
 
 
 # ------------------------------------------------------------------ how many splits
-def refused_line(argv, tmp_path, capsys) -> str:
+def refused_line(argv, tmp_path, capsys, ray_connects) -> str:
     """The one `error:` line of the image sweep with `argv` (exit 2, Ray not started, nothing
     written)."""
-    import ray
-    ray_before = ray.is_initialized()
     code = main_for(ANY, [*argv, "--no-mlflow", "--num-cpus", "1", "--storage",
                           str(tmp_path / "results")])
     out, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert ray.is_initialized() == ray_before and not (tmp_path / "results").exists()
+    assert not ray_connects and not (tmp_path / "results").exists()
     return err
 
 
@@ -140,8 +137,10 @@ def refused_line(argv, tmp_path, capsys) -> str:
 # that did not exist; with --set epochs=1 the error blamed epochs.
 @pytest.mark.parametrize("splits, more", [("0", []), ("-1", []), ("0", ["--dry-run"]),
                                           ("0", ["--set", "epochs=1"])])
-def test_splits_below_one_are_refused_before_ray_starts(splits, more, tmp_path, capsys):
-    err = refused_line(["--dataset", "digits", "--splits", splits, *more], tmp_path, capsys)
+def test_splits_below_one_are_refused_before_ray_starts(splits, more, tmp_path, capsys,
+                                                        ray_connects):
+    err = refused_line(["--dataset", "digits", "--splits", splits, *more], tmp_path, capsys,
+                       ray_connects)
     assert f"--splits: {splits} is not a positive number of holdout splits" in err
 
 
@@ -173,8 +172,8 @@ def not_sweepable(tmp_path):
 @pytest.mark.parametrize("dry", [["--dry-run"], []], ids=["dry run", "run"])
 @pytest.mark.parametrize("argv, says", [pytest.param(a, s, id=c) for c, a, s in NOT_DRY])
 def test_a_dry_run_refuses_what_the_run_refuses_before_ray(argv, says, dry, not_sweepable,
-                                                           tmp_path, capsys):
-    err = refused_line([*map(not_sweepable, argv), *SMALL, *dry], tmp_path, capsys)
+                                                           tmp_path, capsys, ray_connects):
+    err = refused_line([*map(not_sweepable, argv), *SMALL, *dry], tmp_path, capsys, ray_connects)
     assert not_sweepable(says) in err
 
 
@@ -209,9 +208,9 @@ def test_a_sweep_files_folds_below_one_are_refused_for_images():
 # A sampled search runs split 0 alone (its space fixes the first split): --splits 2 ran split 0
 # while the records and sweep.json said folds = 2.
 @pytest.mark.parametrize("search", ["random", "optuna"])
-def test_a_sampled_search_runs_one_split_and_says_so(search, tmp_path, capsys):
+def test_a_sampled_search_runs_one_split_and_says_so(search, tmp_path, capsys, ray_connects):
     err = refused_line(["--dataset", "digits", "--splits", "2", "--search", search],
-                       tmp_path, capsys)
+                       tmp_path, capsys, ray_connects)
     assert f"--splits 2 with --search {search}" in err and "--search grid" in err
     spec, _, opts = build_for(ANY)(["--dataset", "digits", "--search", search])
     assert spec.base["folds"] == 1 and spec.repeat_axis == {"fold": (0,)}

@@ -21,9 +21,8 @@ from sweeps.engine.common.next_steps import python_module
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium
-from tests.sweep_helpers import (LOGGED, ONE_AT_A_TIME, assert_each_fold_once, config_keys,
-                                 mlflow_runs, results, run_tiny)
-from tests.sweep_helpers import free_port
+from tests.sweep_helpers import (LOGGED, ONE_AT_A_TIME, a_ray, assert_each_fold_once, config_keys,
+                                 free_port, mlflow_runs, results, run_tiny)
 
 pytestmark = pytest.mark.timeout(900)
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -32,10 +31,8 @@ TINY_MLFLOW = LOGGED      # M=2 x eps in {0, 0.35}, the M = 1 reference, SVM-RBF
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    import ray
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
+    with a_ray():
+        yield
 
 
 @pytest.fixture(scope="module")

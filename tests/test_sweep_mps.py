@@ -11,7 +11,7 @@ import torch
 from sweeps.engine.run.mps import CONTROL, PIPE, MpsError, stop_for_this_process, wanted
 from tests.sweep_helpers import results, run_tiny
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(600)]
 
 
 def test_mps_applies_where_trials_share_a_gpu_of_a_ray_the_sweep_starts(monkeypatch):

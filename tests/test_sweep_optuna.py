@@ -179,9 +179,8 @@ def test_a_study_file_of_another_sweep_is_refused_on_resume(tmp_path):
         check_study(store, "s", resume=True)
 
 
-def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys):
+def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys, ray_connects):
     """Through the command: exit 2, one line naming the file, and no Ray started."""
-    import ray
     from sweeps import regression
     from sweeps.engine.plan.planning import plan
     from sweeps.engine.plan.grids import smoke
@@ -196,4 +195,4 @@ def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys):
     assert regression.main([*args, "--resume"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --resume: cannot read the Optuna study file") and "\n" not in err
-    assert str(study_file(store)) in err and not ray.is_initialized()
+    assert str(study_file(store)) in err and not ray_connects

@@ -20,13 +20,13 @@ def refused(main, argv, capsys) -> str:
     return err
 
 
-def test_a_misspelt_objective_stops_the_sweep_before_ray_and_before_any_file(tmp_path, capsys):
-    import ray
+def test_a_misspelt_objective_stops_the_sweep_before_ray_and_before_any_file(tmp_path, capsys,
+                                                                             ray_connects):
     err = refused(regression.main, [*TABLE, "--smoke", "--search", "optuna", "--storage",
                                     str(tmp_path), "--objective", "sbfn_lss"], capsys)
     assert "'--objective' = 'sbfn_lss'" in err and "did you mean 'sbfn_ls'" in err
     assert "sbfn_ls, sbfn_ls_linear, g1, g2, g3, arithmetic" in err     # what the trials compute
-    assert not ray.is_initialized() and list(tmp_path.iterdir()) == []
+    assert not ray_connects and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -63,9 +63,8 @@ def test_a_model_the_trials_compute_is_accepted(capsys):
                                 "--objective", "logit_mean"]) == 0
 
 
-def test_a_sweep_files_objective_is_checked_before_ray(tmp_path):
-    import ray
+def test_a_sweep_files_objective_is_checked_before_ray(tmp_path, ray_connects):
     with pytest.raises(SbfnError, match="did you mean 'sbfn_ls'"):
         Sweep.from_dict({"dataset": "diabetes", "grid": "demo", "smoke": True,
                          "objective": "sbfn_lss", "storage": str(tmp_path)}).run()
-    assert not ray.is_initialized() and list(tmp_path.iterdir()) == []
+    assert not ray_connects and list(tmp_path.iterdir()) == []

@@ -18,7 +18,7 @@ from sweeps.api import SweepResult
 from sweeps.engine.run import trainable, trial
 from sweeps.engine.plan.planning import plan_sweep, points_of
 from sweeps.engine.common.store import ResultStore
-from tests.conftest import a_ray
+from tests.sweep_helpers import a_ray
 
 pytestmark = pytest.mark.timeout(600)
 

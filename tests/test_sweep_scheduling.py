@@ -25,7 +25,7 @@ from sweeps.engine.sweep import run_sweep
 from tests.sweep_helpers import ONE_AT_A_TIME, TINY, results
 from tests.sweep_helpers import free_port
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(600)]
 WAIT_S = 300        # the longest a trial waits for another worker (a loaded 2-core machine)
 HERE = "tests.test_sweep_scheduling"   # the plug-ins' import path, for the trials' workers
 
