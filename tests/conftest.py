@@ -128,7 +128,7 @@ def ray_connects(monkeypatch) -> list:
 def shared_sweeps(tmp_path_factory):
     """Tiny sweeps that several test files read and never change, each run once per test
     process (SHARED_FIXTURE_FILES): shared_sweeps(*run_tiny's arguments) -> (its storage, its
-    outcome, what it printed). A sweep runs when first asked for, in the asking file's Ray."""
+    outcome, what it printed). A sweep runs when first asked for, in the suite's Ray."""
     from tests.sweep_helpers import a_ray, run_tiny
     done: dict = {}
 

@@ -197,7 +197,7 @@ def test_best_of_a_classification_sweep_is_its_highest_accuracy(tmp_path):
 # ------------------------------------------------------------------ through Ray Tune
 @pytest.fixture(scope="module")
 def local_ray():
-    with a_ray():       # the suite's one way to start a test file's local Ray (conftest.py)
+    with a_ray():       # the suite's Ray of this process (tests/sweep_helpers.py)
         yield
 
 
