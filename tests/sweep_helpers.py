@@ -31,7 +31,7 @@ SEARCHED = ("--search", "optuna", "--num-samples", "3", "--no-mlflow", "--compet
 # The sweep tests that run in this process share one local Ray of 2 CPUs, the suite's Ray:
 # started by the first that asks (a_ray), it stays up for the next test files. A Ray start and
 # stop is ~7 CPU-s and ~7 s (its daemons: dashboard, agents, monitors, 2 prestarted workers), a
-# tiny sweep's own work ~10 (docs/benchmarks.md §11). Its gcs address, once started. (Here, not
+# tiny sweep's own work ~10 (docs/benchmarks.md §11.1). Its gcs address, once started. (Here, not
 # in conftest.py, which pytest imports as a module of another name than tests.conftest.)
 SUITE_RAY: dict = {}
 
