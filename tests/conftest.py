@@ -4,8 +4,14 @@ import json
 import os
 import pathlib
 
-import pytest
-import torch
+# Tests are small, and three test processes share two cores (Makefile): one thread for BLAS and
+# OpenMP, as Ray gives a trial, set before numpy loads OpenBLAS. With two, their idle threads spin
+# waiting for work: tests/test_stacking_estimators.py took 85.6 CPU-s with two, 67.6 with one, in
+# the same wall time (docs/benchmarks.md §11.2). The commands the tests start inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402 - after the thread setting above
+import torch  # noqa: E402
 
 from sweeps.engine.common.environment import RAY_DEFAULTS
 
@@ -14,7 +20,7 @@ from sweeps.engine.common.environment import RAY_DEFAULTS
 for _key, _value in RAY_DEFAULTS.items():
     os.environ.setdefault(_key, _value)
 
-# Tests are small: one thread avoids oversubscribing the 2 cores (as in a Ray trial).
+# torch's own pool is sized at import, from the cores: one thread here too.
 torch.set_num_threads(1)
 
 SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
