@@ -2,13 +2,18 @@
 # pinned set (constraints.txt) before running.
 PY := .venv/bin/python
 DATA ?= $(abspath ../shared/data)
+# The pinned set is installed by uv (itself pinned in constraints.txt, installed by the venv's
+# pip): the same packages pip resolves, in 39 s where pip took 212 s on a fresh clone (the CUDA
+# build of torch and its NVIDIA libraries are most of it; docs/benchmarks.md §11.3).
+# `$(INSTALL) '.[x,y]'` installs the project with its extras x and y.
+INSTALL := .venv/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e
 
 .PHONY: demo test test-cluster bench
 
 .venv/.installed: pyproject.toml constraints.txt
 	python3 -m venv .venv
-	.venv/bin/pip install --quiet --upgrade pip
-	.venv/bin/pip install --quiet -c constraints.txt -e '.[test]'
+	.venv/bin/pip install --quiet -c constraints.txt uv
+	$(INSTALL) '.[test]'
 	touch $@
 
 demo: .venv/.installed
@@ -41,5 +46,5 @@ test-cluster: .venv/.installed
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -p no:cacheprovider --run-cluster tests/test_cluster_hosts.py
 
 bench: .venv/.installed
-	.venv/bin/pip install --quiet -c constraints.txt -e '.[test,bench]'
+	$(INSTALL) '.[test,bench]'
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m benchmarks
