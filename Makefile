@@ -5,7 +5,7 @@ DATA ?= $(abspath ../shared/data)
 # The pinned set is installed by uv (itself pinned in constraints.txt, installed by the venv's
 # pip): the same packages pip resolves, in 109 s where pip took 212 s on a fresh clone (the CUDA
 # build of torch and its NVIDIA libraries are most of it; docs/benchmarks.md §11.3). Compiled to
-# bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (CI, containers) every process
+# bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (this machine kind) every process
 # would compile what it imports again (torch's import: 6.7 CPU-s instead of 3.4).
 # `$(INSTALL) '.[x,y]'` installs the project with its extras x and y.
 INSTALL := .venv/bin/uv pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt -e
