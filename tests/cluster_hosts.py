@@ -244,10 +244,15 @@ class Hosts:
                               stdout=open(log, "a") if log else subprocess.PIPE)
 
     def laptop_command(self, args: list[str]) -> list[str]:
-        bind = f"mount --bind {shlex.quote(str(self.dir / 'laptop-tmp'))} /tmp && exec " + \
-            shlex.join(args)
+        """The laptop's /tmp is its own, with what of the run lies under it bound back (a clone
+        in /tmp: its venv, the repository the commands run in)."""
+        under_tmp = [p for p in sorted({str(ROOT), *_shared_paths(self.shared)})
+                     if p.startswith("/tmp/")]
+        own_tmp = f"mount --bind {shlex.quote(str(self.dir / 'laptop-tmp'))} /tmp"
+        script = ["set -e", *_bound_back(under_tmp, self.dir / "laptop-hold", [own_tmp]),
+                  "exec " + shlex.join(args)]
         return ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation",
-                "private", "sh", "-c", bind]
+                "private", "sh", "-c", "\n".join(script)]
 
     # --- teardown ----------------------------------------------------------------------
     def keep_logs(self, to: Path) -> None:
@@ -343,17 +348,26 @@ def _boot_script(host: Host, scratch: Path, hold: Path, sshd_config: Path,
     """Inside the host's new namespaces: its hostname, its private directories, the shared paths
     that lie under them bound back, then its init, which runs sshd."""
     q = shlex.quote
-    lines = ["set -e", f"hostname {host.name}", f"mkdir -p {q(str(hold))}"]
-    for i, path in enumerate(bound_back):
-        lines += [f"mkdir -p {q(str(hold))}/{i}", f"mount --rbind {q(path)} {q(str(hold))}/{i}"]
-    lines += ["mount -t tmpfs -o mode=1777 tmpfs /tmp", "mount -t tmpfs tmpfs /run",
-              "mkdir -p /run/sshd", "mount -t tmpfs -o mode=1777 tmpfs /dev/shm",
-              f"mount --bind {q(str(host.home))} /root",
-              f"mount -t tmpfs -o mode=1777 tmpfs {q(str(scratch))}"]
-    for i, path in enumerate(bound_back):
-        lines += [f"mkdir -p {q(path)}", f"mount --rbind {q(str(hold))}/{i} {q(path)}"]
-    lines.append(f"exec {q(sys.executable)} -c {q(INIT)} {SSHD} -D -e -f {q(str(sshd_config))}")
+    private = ["mount -t tmpfs -o mode=1777 tmpfs /tmp", "mount -t tmpfs tmpfs /run",
+               "mkdir -p /run/sshd", "mount -t tmpfs -o mode=1777 tmpfs /dev/shm",
+               f"mount --bind {q(str(host.home))} /root",
+               f"mount -t tmpfs -o mode=1777 tmpfs {q(str(scratch))}"]
+    lines = ["set -e", f"hostname {host.name}", *_bound_back(bound_back, hold, private),
+             f"exec {q(sys.executable)} -c {q(INIT)} {SSHD} -D -e -f {q(str(sshd_config))}"]
     return "\n".join(lines)
+
+
+def _bound_back(paths: list[str], hold: Path, private: list[str]) -> list[str]:
+    """Shell lines: each of `paths` held at hold/N, the `private` mounts that hide them, then
+    each path bound back from its hold."""
+    q = shlex.quote
+    lines = [f"mkdir -p {q(str(hold))}"]
+    for i, path in enumerate(paths):
+        lines += [f"mkdir -p {q(str(hold))}/{i}", f"mount --rbind {q(path)} {q(str(hold))}/{i}"]
+    lines += private
+    for i, path in enumerate(paths):
+        lines += [f"mkdir -p {q(path)}", f"mount --rbind {q(str(hold))}/{i} {q(path)}"]
+    return lines
 
 
 # The host's first process: it starts sshd and reaps every process left to it, as a machine's
