@@ -20,7 +20,7 @@ from sweeps.engine.common.environment import RAY_DEFAULTS
 for _key, _value in RAY_DEFAULTS.items():
     os.environ.setdefault(_key, _value)
 
-# torch's own pool is sized at import, from the cores: one thread here too.
+# torch reads OMP_NUM_THREADS at import; one thread even where the shell set another value.
 torch.set_num_threads(1)
 
 SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
