@@ -1,5 +1,7 @@
 """Real sweeps through Ray Tune on a local Ray (127.0.0.1), logged to real MLflow stores."""
 
+from pathlib import Path
+
 import pytest
 
 from analysis.report import write_report
@@ -24,6 +26,11 @@ def test_a_smoke_sweep_writes_every_trial_to_results_and_to_mlflow(shared_sweeps
     assert len(outcome.trials) == 2     # --pack auto, one slot: one pack of MLP sets + SVM-RBF
     assert_each_fold_once(table, ids, range(3))
     assert set(table["model"]) >= {"sbfn_ls", "g1", "arithmetic", "svm_rbf"}
+    # Tune's own records of each trial's reports, without TensorBoard's event files (its logger
+    # loaded torch into the driver: sweeps/engine/tune.py, _callbacks)
+    tune_dir = Path(outcome.root) / "tune"
+    assert len(list(tune_dir.glob("*/result.json"))) == len(outcome.trials)
+    assert not list(tune_dir.rglob("events.out.tfevents*"))
     assert (table["sweep"] == "tiny").all()
 
     client, runs = mlflow_runs(outcome.tracking_uri, "tiny")

@@ -9,6 +9,7 @@ from pathlib import Path
 import ray
 from ray import tune
 from ray.exceptions import RayActorError
+from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 
 from sbfn_dist.errors import SbfnError
@@ -59,8 +60,9 @@ def fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planne
                                                    planned.configs_of)
     tuner = _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_)
     # Our handler takes SIGINT (and SIGTERM) and asks Tune to stop
-    # (sweeps.engine.run.interruption.Interruption)
-    tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", **_pending_trials(opts)}
+    # (sweeps.engine.run.interruption.Interruption); Tune's loggers are ours (_callbacks).
+    tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
+                     **_pending_trials(opts)}
     with defaults_while(tune_settings):
         results = _fit_or_interrupted(tuner.fit, interruption)
     if opts.max_failures and _lost_to_a_dead_node(results):
@@ -143,7 +145,11 @@ def _callbacks(spec, opts, store, configs, resolve):
                             opts.search == "grid" else opts.num_samples,
                             objective=opts.objective, metric=metric_of(spec.task),
                             groups=configuration_ids(configs))
-    callbacks = [StoreKeeper(store, resolve), progress]
+    # Tune's own records of each trial's reports (result.json, progress.csv), as Tune would add
+    # them, but not its TensorBoard logger: it loaded tensorboardX and with it torch into the
+    # driver (~3 CPU-s a sweep, docs/benchmarks.md §11.4) for event files nothing reads.
+    callbacks = [StoreKeeper(store, resolve), progress, CSVLoggerCallback(),
+                 JsonLoggerCallback()]
     tracking_uri = None
     if opts.mlflow:
         tracking_uri, artifacts = _tracking_store(opts, store)
