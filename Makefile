@@ -5,7 +5,7 @@ PY := .venv/bin/python
 # where it has one that can make a venv (Debian: python3.11-venv), else python3;
 # `make PYTHON=...` chooses. Debian builds its Python with profile-guided and link-time
 # optimisation, which pyenv's default build leaves out: on this project's 2-core machines, whose
-# python3 is such a pyenv build, the suite took 12% less CPU and time under Debian's
+# python3 is such a pyenv build, the suite took 10-12% less CPU and time under Debian's
 # (docs/benchmarks.md §11.5). An existing .venv is kept: `rm -r .venv` to make it again.
 PYTHON ?= $(or $(shell /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null && echo /usr/bin/python3.11),python3)
 DATA ?= $(abspath ../shared/data)
