@@ -246,8 +246,7 @@ class Hosts:
     def laptop_command(self, args: list[str]) -> list[str]:
         """The laptop's /tmp is its own, with what of the run lies under it bound back (a clone
         in /tmp: its venv, the repository the commands run in)."""
-        under_tmp = [p for p in sorted({str(ROOT), *_shared_paths(self.shared)})
-                     if p.startswith("/tmp/")]
+        under_tmp = _under([str(ROOT), *_shared_paths(self.shared)], ("/tmp",))
         own_tmp = f"mount --bind {shlex.quote(str(self.dir / 'laptop-tmp'))} /tmp"
         script = ["set -e", *_bound_back(under_tmp, self.dir / "laptop-hold", [own_tmp]),
                   "exec " + shlex.join(args)]
@@ -339,8 +338,12 @@ def _shared_paths(shared: Path) -> list[str]:
     data = os.environ.get("SBFN_DATA_DIR")
     if data and os.path.isdir(data):
         paths.add(os.path.realpath(data))
-    return sorted(p for p in paths
-                  if any(p == r or p.startswith(r + "/") for r in PRIVATE_ROOTS))
+    return _under(paths, PRIVATE_ROOTS)
+
+
+def _under(paths, roots) -> list[str]:
+    """Those of `paths` that lie under one of `roots` (or are one), sorted, each once."""
+    return sorted({p for p in paths if any(p == r or p.startswith(r + "/") for r in roots)})
 
 
 def _boot_script(host: Host, scratch: Path, hold: Path, sshd_config: Path,
