@@ -2,7 +2,6 @@
 `n_params_members`, `flops_per_example`)."""
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
@@ -12,6 +11,9 @@ def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> in
 def flops_per_example(model: torch.nn.Module, example_input) -> float:
     """Forward-pass FLOPs (torch.utils.flop_counter; a multiply-add counts 2) / batch size.
     The model runs once in eval mode under no_grad; its train/eval mode is restored."""
+    # Imported here for start-up cost: flop_counter loads triton (~0.15 CPU-s), and only stacks
+    # without a formula of their own (CNNs; MLPs count theirs) are counted this way.
+    from torch.utils.flop_counter import FlopCounterMode
     inputs = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
     was_training = model.training
     model.eval()
