@@ -307,3 +307,16 @@ def test_every_other_room_of_the_sweeps_imports_neither_torch_nor_ray_nor_optuna
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert len(light) > 30 and out.stdout.split("\n")[-2] == "[]"
+
+
+# Parts of torch a trial worker would load on import for a few functions (docs/benchmarks.md
+# §11.6): each is imported inside the functions that use it, never at a module's top.
+IMPORTED_WHERE_USED = {"torch.utils.flop_counter"}     # loads triton: ~0.15 CPU-s a process
+
+
+def test_costly_parts_of_torch_are_imported_only_inside_the_functions_that_use_them():
+    modules = house_modules()
+    used = {m for m, p in modules.items() if imported_modules(p) & IMPORTED_WHERE_USED}
+    on_import = {m for m, p in modules.items()
+                 if imported_modules(p, top_level=True) & IMPORTED_WHERE_USED}
+    assert used and not on_import, on_import
