@@ -373,6 +373,8 @@ FILE_CASES = [
     ("an axis over folds", FILE + "axes:\n  folds: [3, 5]\n", ["axes.folds", "`folds: K`"]),
     ("an axis over fold", FILE + "axes:\n  fold: [0, 1]\n", ["axes.fold", "per_fold: true"]),
     ("an axis over seed", FILE + "axes:\n  seed: [0, 1]\n", ["axes.seed", "seeds: N"]),
+    ("an axis value given twice", FILE + "axes:\n  epsilon: [0.1, 0.10]\n",
+     ["the grid repeats a trial: epsilon lists 0.1 twice; give each value once"]),
     ("retries forever", FILE + "resources:\n  max_failures: -1\n",
      ["resources.max_failures = -1", "an integer >= 0"]),
     ("a negative node wait", FILE + "resources:\n  node_wait_s: -5\n",

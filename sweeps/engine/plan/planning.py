@@ -308,10 +308,20 @@ def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
     keys = [c["trial_id"] for c in configs]
     if len(set(keys)) != len(keys):
-        raise SbfnError("the grid repeats a trial; check the axis values for duplicates")
+        raise SbfnError(f"the grid repeats a trial: {_repetition(spec)}")
     sampling = Sampling(base, opts.name, (*spec.axes, *spec.repeat_axis)) \
         if has_ranges(spec.axes) else None
     return Planned([{**t, "trial_id": key} for t, key in zip(trials, keys)], configs, sampling)
+
+
+def _repetition(spec: SweepSpec) -> str:
+    """What makes two trials one: an axis that lists a value twice (`--epsilons 0.1 0.1`), else
+    values that differ in writing only."""
+    for name, values in spec.axes.items():
+        again = [v for i, v in enumerate(values) if v in values[:i]] if not is_range(values) else []
+        if again:
+            return f"{name} lists {axis_text(again[0])} twice; give each value once"
+    return "two of its settings plan the same configuration; check the axis values for duplicates"
 
 
 def at_bounds(spec: SweepSpec) -> SweepSpec:
