@@ -9,9 +9,15 @@ import difflib
 import tempfile
 
 
+def near_misses(name: str, known, cutoff: float = 0.6) -> list[str]:
+    """Up to three of `known` that `name` is a near miss of, closest first (difflib's ratio of
+    at least `cutoff`)."""
+    return difflib.get_close_matches(name, list(known), n=3, cutoff=cutoff)
+
+
 def did_you_mean(name: str, known) -> str:
     """' (did you mean 'epochs'?)' for a near miss of `name` among `known`, else ''."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    close = near_misses(name, known)
     return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 

@@ -20,13 +20,13 @@ from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 from sweeps.engine.plan.grid_files import grid_file
 from sweeps.engine.plan.sweep_keys import load
 from sweeps.api import Sweep
-from sweeps.commands.common import run
+from sweeps.commands.common import SweepParser, run
 from sweeps.engine.plan.options import BY_NAME, add_flags, given, into_definition
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sweeps", description=__doc__,
-                                formatter_class=HelpFormatter, allow_abbrev=False)
+    p = SweepParser(prog="python -m sweeps", description=__doc__, formatter_class=HelpFormatter,
+                    allow_abbrev=False)
     commands = p.add_subparsers(dest="command", required=True, metavar="run")
     r = commands.add_parser("run", help="run the sweep a file defines", description=__doc__,
                             formatter_class=HelpFormatter, allow_abbrev=False)

@@ -11,7 +11,8 @@ import shlex
 import signal
 import sys
 
-from sbfn_dist.errors import SbfnError
+from sbfn_dist.errors import SbfnError, near_misses
+from sbfn_dist.settings.fields import BY_NAME as SETTINGS
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
 from sweeps.engine.outcome import failed_trials
 from sweeps.engine.plan.grids import smoke
@@ -28,12 +29,50 @@ def axis_values(kind, lo, hi, what: str) -> dict:
     return dict(action=ListOf, whole=refuse_range_flag, item=bounded(kind, lo, hi, what))
 
 
+class SweepParser(argparse.ArgumentParser):
+    """A sweep command's parser: an unknown flag is told the flag it is a typo of (--epsilons
+    without its s), or, if it names a setting (target), that settings go through --set."""
+
+    def error(self, message: str):
+        prefix = "unrecognized arguments: "
+        flags = [a for a in message.removeprefix(prefix).split() if a.startswith("--")]
+        if message.startswith(prefix) and flags:
+            message += f" ({unknown_flag_hint(flags[0], _flags_of(self))})"
+        super().error(message)
+
+
+def _flags_of(parser: argparse.ArgumentParser) -> list[str]:
+    """The parser's long options and its sub-commands' (`python -m sweeps run`'s are on `run`)."""
+    flags = [f for f in parser._option_string_actions if f.startswith("--")]
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        flags += [f for sub in action.choices.values() for f in _flags_of(sub)]
+    return flags
+
+
+# A typo: as close as --stroage to --storage (difflib's ratio 0.89); --epochs and --search (0.63)
+# are different words.
+TYPO = 0.8
+
+
+def unknown_flag_hint(flag: str, flags: list[str]) -> str:
+    """What an unknown long option most likely meant: a flag it is a typo of, else a setting."""
+    flag = flag.partition("=")[0]
+    close = near_misses(flag, flags, TYPO)
+    if close:
+        return f"did you mean {close[0]}?"
+    name = flag.removeprefix("--").replace("-", "_")
+    setting = near_misses(name, SETTINGS, TYPO)
+    if setting:
+        return f"{setting[0]} is a setting, not a flag: --set {setting[0]}=VALUE"
+    return "--help lists the flags"
+
+
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """A sweep command's parser with every run option (sweeps/engine/plan/options.py) and --list-fields;
     no abbreviations: a misspelt flag that starts a real one (the epsilon of --epsilons) is
     refused, not silently taken for it."""
-    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter,
-                                allow_abbrev=False)
+    p = SweepParser(prog=prog, description=description, formatter_class=HelpFormatter,
+                    allow_abbrev=False)
     add_flags(p)
     add_list_fields(p)
     return p
