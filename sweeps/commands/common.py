@@ -12,7 +12,7 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError, near_misses
-from sbfn_dist.settings.fields import BY_NAME as SETTINGS
+from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
 from sweeps.engine.outcome import failed_trials
 from sweeps.engine.plan.grids import smoke
@@ -42,7 +42,8 @@ class SweepParser(argparse.ArgumentParser):
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> list[str]:
-    """The parser's long options and its sub-commands' (`python -m sweeps run`'s are on `run`)."""
+    """The parser's long options and its sub-commands' (`python -m sweeps run`'s are on `run`).
+    argparse lists them only in its private tables (stable since Python 3.2)."""
     flags = [f for f in parser._option_string_actions if f.startswith("--")]
     for action in parser._subparsers._group_actions if parser._subparsers else ():
         flags += [f for sub in action.choices.values() for f in _flags_of(sub)]
