@@ -33,12 +33,14 @@ class SweepParser(argparse.ArgumentParser):
     """A sweep command's parser: an unknown flag is told the flag it is a typo of (--epsilons
     without its s), or, if it names a setting (target), that settings go through --set."""
 
-    def error(self, message: str):
-        prefix = "unrecognized arguments: "
-        flags = [a for a in message.removeprefix(prefix).split() if a.startswith("--")]
-        if message.startswith(prefix) and flags:
-            message += f" ({unknown_flag_hint(flags[0], _flags_of(self))})"
-        super().error(message)
+    def parse_args(self, args=None, namespace=None):
+        """argparse's own, with the hint after its "unrecognized arguments" line."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            flags = [a for a in unknown if a.startswith("--")]
+            hint = f" ({unknown_flag_hint(flags[0], _flags_of(self))})" if flags else ""
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        return parsed
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> list[str]:

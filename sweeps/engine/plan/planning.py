@@ -318,7 +318,9 @@ def _repetition(spec: SweepSpec) -> str:
     """What makes two trials one: an axis that lists a value twice (`--epsilons 0.1 0.1`), else
     values that differ in writing only."""
     for name, values in spec.axes.items():
-        again = [v for i, v in enumerate(values) if v in values[:i]] if not is_range(values) else []
+        if is_range(values):
+            continue
+        again = [v for i, v in enumerate(values) if v in values[:i]]
         if again:
             return f"{name} lists {axis_text(again[0])} twice; give each value once"
     return "two of its settings plan the same configuration; check the axis values for duplicates"
