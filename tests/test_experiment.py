@@ -116,14 +116,15 @@ def test_air_quality_models_beat_the_training_mean_predictor(data_dir):
 
 
 def test_appliances_candanedo_split_models_beat_the_training_mean_predictor(data_dir):
-    # Not the random forest: 21 of the test's 34 s on 14,803 rows, one thread; it is checked on
-    # the other sets above.
-    competitors = [c for c in COMPETITORS if c != "random_forest"]
+    # The published split's one competitor is histogram boosting: 1 CPU-s on its 14,803 rows,
+    # where SVR, gradient boosting and the random forest took 7, 7 and 21 (one thread). Those
+    # three are checked on Air Quality above; what this test adds is the fixed split itself.
+    competitors = ["hist_gradient_boosting"]
     out = run_trial(dict(QUICK, dataset="appliances", data_dir=data_dir, split="fixed",
                          competitors=competitors))
     assert out[0]["n_test"] == 4932
     baseline = mean_predictor_rmse("appliances", 0, scheme="fixed", data_dir=data_dir)
-    # Measured: sbfn_ls_linear 0.92, arithmetic 0.94, competitors 0.68-0.86 of the baseline.
+    # Measured: sbfn_ls_linear 0.92, arithmetic 0.94, histogram boosting 0.73 of the baseline.
     assert all(r["status"] == "ok" and r["rmse"] <= 1.01 * baseline for r in out)
     assert best(out, "sbfn_ls_linear", "rmse") < 0.96 * baseline
     assert all(best(out, c, "rmse") < 0.9 * baseline for c in competitors)
