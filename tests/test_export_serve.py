@@ -193,6 +193,25 @@ def test_a_classification_fold_is_refitted_as_its_trial_ran():
     assert list(answer["label"]) == list(made.estimator.predict(made.example))
 
 
+def test_a_csv_s_integer_classes_come_back_as_integers(tmp_path):
+    """A CSV whose labels are numbers: the exported model answers in the file's own labels, so
+    that its predictions compare equal to the file's column (they were the strings '3', '5',
+    '7': no prediction equal to the column, and score() refused the mix)."""
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(label=np.array([3, 5, 7])[y])
+    frame.to_csv(tmp_path / "flowers.csv", index=False)
+    config = TrialConfig.from_dict(dict(
+        dataset=f"csv:{tmp_path / 'flowers.csv'}", target="label", task="classification",
+        folds=3, fold=0, n_members=2, epochs=2, combiners=["logit_mean"], device="cpu",
+        trial_id="t", sweep="s")).to_dict()
+    made = refit(config, "logit_mean", {}, 0)
+    assert made.estimator.classes_.tolist() == [3, 5, 7]
+    predicted = made.estimator.predict(frame[list("abcd")])
+    assert (predicted == frame["label"]).mean() > 0.5
+    assert made.estimator.score(frame[list("abcd")], frame["label"]) > 0.5
+
+
 def test_an_image_split_trains_on_its_training_and_validation_images(tmp_path):
     """Image trials hold out a test part per split; the export trains on the rest."""
     X, y = load_digits(return_X_y=True)

@@ -269,10 +269,12 @@ def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:
 
 
 def _with_classes(data: TabularData, labels: np.ndarray) -> TabularData:
-    """Class labels (any values) -> int64 codes in sorted label order, names in `classes`."""
+    """Class labels (any values) -> int64 codes in sorted label order; in `classes` the labels
+    as the file gives them (integers stay integers: a model exported from the sweep answers
+    3, not '3', and compares equal to the file's own column)."""
     classes, codes = np.unique(labels.astype(str) if labels.dtype == object else labels,
                                return_inverse=True)
-    return dataclasses.replace(data, y=codes.astype(np.int64), classes=tuple(str(c) for c in classes),
+    return dataclasses.replace(data, y=codes.astype(np.int64), classes=tuple(c.item() for c in classes),
                                notes=data.notes + f"; {len(classes)} classes")
 
 
