@@ -36,6 +36,7 @@ from sweeps.engine.outcome import SweepOutcome
 from sweeps.engine.plan import sweepfile
 from sweeps.engine.plan.grid_files import grid_file
 from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.model_names import own_trials
 from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
 from sweeps.engine.plan.planning import Planned, SweepOptions, plan, result_store, settings_of
 from sweeps.engine.plan.sweep_keys import SweepFileError, load
@@ -106,6 +107,12 @@ class SweepResult:
             raise ExportError(f"--objective {objective}: the sweep has no record of the model "
                               f"{objective}{did_you_mean(objective, models)}; its models: "
                               f"{', '.join(models)}")
+        # Else the ranking would fall back to every model (ranked_rows) and say nothing.
+        ranking = sorted(set(ranked_rows(finished.frame, "")["model"]))
+        if objective and objective not in ranking:
+            raise ExportError(f"--objective {objective}: {own_trials(objective)}, not an "
+                              f"ensemble's combiner, and ranks no configuration; rank by one of "
+                              f"{', '.join(ranking)}")
         configs = recorded_configs(finished.spec, finished.frame)
         task = finished.spec["task"]
         return cls(finished.store.location, finished.frame, None, tracking_store(finished),

@@ -402,6 +402,9 @@ def test_bad_input_is_one_line_naming_the_fix(finished, tmp_path):
              (root, "--config", competitor): "is a competitor trial (ridge)",
              (root, "--fold", 2): "ran folds 0, 1",
              (root, "--objective", "sbfn_rbf"): "no record of the model sbfn_rbf",
+             # it exported the best sbfn_ls_linear configuration before, saying nothing
+             (root, "--objective", "ridge"): "ridge runs in trials of its own (competitors, "
+                                             "the M = 1 reference), not an ensemble's combiner",
              (root, "--metric", "accuracy"): "unknown metric 'accuracy'; a regression sweep's "
                                              "scores: rmse, mae, r2",
              (copy, "--config", best.trial_id): f"{best.trial_id} has no model with every fold ok "

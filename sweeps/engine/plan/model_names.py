@@ -88,5 +88,10 @@ def check_objective(objective: str, default: str, configs: list[dict]) -> None:
     raise ConfigError("--objective", objective, f"one of the models every configuration it "
                       f"ranks computes: {', '.join(common) or 'none'}"
                       f"{did_you_mean(objective, common)}" + (
-                          f"; {objective} runs in trials of its own (competitors, the M = 1 "
-                          "reference), compared in the sweep's table" if elsewhere else ""))
+                          f"; {own_trials(objective)}, compared in the sweep's table"
+                          if elsewhere else ""))
+
+
+def own_trials(model: str) -> str:
+    """Why a model that is no ensemble's combiner ranks no configuration."""
+    return f"{model} runs in trials of its own (competitors, the M = 1 reference)"
