@@ -212,6 +212,27 @@ def test_a_csv_s_integer_classes_come_back_as_integers(tmp_path):
     assert made.estimator.score(frame[list("abcd")], frame["label"]) > 0.5
 
 
+def test_a_csv_s_integer_columns_are_what_the_logged_model_takes(tmp_path):
+    """The MLflow signature is inferred from the example rows: a CSV's integer columns are
+    integers there, so the model takes the frame pd.read_csv gives (its float64 signature
+    refused it in Python: "Can not safely convert int64 to float64")."""
+    from mlflow.models import infer_signature
+    from mlflow.models.utils import _enforce_schema      # what pyfunc's predict runs first
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    frame = X.assign(age=(X["age"] * 1000).round().astype(int), y=y).iloc[:120]
+    frame.to_csv(tmp_path / "mine.csv", index=False)
+    config = TrialConfig.from_dict(dict(
+        dataset=f"csv:{tmp_path / 'mine.csv'}", target="y", folds=3, fold=0, n_members=2,
+        epochs=1, combiners=["sbfn_ls_linear"], device="cpu", trial_id="t",
+        sweep="s")).to_dict()
+    made = refit(config, "sbfn_ls_linear", {}, 0)
+    read = pd.read_csv(tmp_path / "mine.csv").drop(columns="y")
+    assert made.example.dtypes.to_dict() == read.dtypes.to_dict()
+    signature = infer_signature(made.example)
+    taken = _enforce_schema(read, signature.inputs)
+    np.testing.assert_array_equal(made.estimator.predict(taken), made.estimator.predict(read))
+
+
 def test_an_image_split_trains_on_its_training_and_validation_images(tmp_path):
     """Image trials hold out a test part per split; the export trains on the rest."""
     X, y = load_digits(return_X_y=True)

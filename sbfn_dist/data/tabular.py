@@ -55,6 +55,9 @@ class TabularData:
     fixed_test_mask: np.ndarray | None = None   # bool (n,), the published test rows, if any
     notes: str = ""           # one line describing the preprocessing applied (shown in reports)
     classes: tuple | None = None   # class names of a classification target; None: regression
+    # A csv: file's feature columns' dtypes as pandas reads the file (e.g. "int64"), so that an
+    # exported model's MLflow signature takes the frame a user reads from it; None: float64.
+    feature_dtypes: tuple[str, ...] | None = None
 
     def __post_init__(self):
         # Catch loader bugs here rather than as a shape error deep inside training.
@@ -260,7 +263,8 @@ def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:
     labels = frame[target]
     if task == "classification":   # _from_frame reads numbers: a placeholder, missing where the
         labels = pd.Series(np.zeros(len(frame)), name=target).where(labels.notna())  # label is
-    data = _from_frame(f"csv:{path}", features, labels, "", f"user CSV {path.name}")
+    data = dataclasses.replace(_from_frame(f"csv:{path}", features, labels, "", f"user CSV {path.name}"),
+                               feature_dtypes=tuple(str(t) for t in features.dtypes))
     if data.n_rows == 0:
         raise DataError(f"every row of CSV file {path} has a missing target '{target}': fill in the target values")
     if task == "classification":

@@ -177,10 +177,12 @@ def _part(part) -> tuple:
 
 
 def _inputs(data):
-    """Tables as a DataFrame, so the model knows its columns by name; images as arrays."""
-    if hasattr(data, "feature_names"):
-        return pd.DataFrame(data.X, columns=list(data.feature_names))
-    return data.x
+    """Tables as a DataFrame, so the model knows its columns by name (and a CSV's columns their
+    own dtypes: the MLflow signature is inferred from its rows); images as arrays."""
+    if not hasattr(data, "feature_names"):
+        return data.x
+    frame = pd.DataFrame(data.X, columns=list(data.feature_names))
+    return frame.astype(dict(zip(frame.columns, data.feature_dtypes or ())))
 
 
 def _take(X, rows):

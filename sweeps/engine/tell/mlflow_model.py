@@ -3,6 +3,7 @@ directory, under the sweep's run, with its signature, input example, requirement
 of your member factories."""
 
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,11 @@ def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tag
     artifacts = Path(finished.store.root, "mlartifacts").as_uri() if tracking_uri == \
         tracking_store(finished) else None
     example = refit_.example
-    signature = infer_signature(example, _predicted(refit_.estimator, example))
+    with warnings.catch_warnings():
+        # MLflow's hint that an integer column cannot hold a missing value: a csv: file's
+        # integer columns are those pandas read without one (refit._inputs).
+        warnings.filterwarnings("ignore", "Hint: Inferred schema contains integer", UserWarning)
+        signature = infer_signature(example, _predicted(refit_.estimator, example))
     with client_environment(tracking_uri), _use_tracking_uri(login(tracking_uri).uri), \
             values_while(QUIET_MLFLOW), tempfile.TemporaryDirectory() as code:
         tracker = SweepTracker(tracking_uri, sweep, finished.store, artifacts)

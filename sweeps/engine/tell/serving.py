@@ -8,7 +8,10 @@ MlflowException with INVALID_PARAMETER_VALUE: HTTP 400 and {"error_code":
 
     no rows                          send at least one row
     a column the model needs         missing columns ['bmi'] (any order; others are ignored,
-                                     as MLflow's signature enforcement ignores them)
+                                     as MLflow's signature enforcement ignores them). MLflow's
+                                     signature check, which runs first, refuses it already
+                                     ("Model is missing inputs ['bmi']"): this is for callers
+                                     past it (docs/models.md)
     a cell that is no finite number  column 'bmi' holds an empty cell (null or NaN) in row 0
     an answer that is no number      the inputs lie too far outside the training data for the
                                      members (1e300 overflows them): the row and the column
