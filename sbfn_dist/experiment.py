@@ -132,7 +132,7 @@ def _tabular_fold(cfg: TrialConfig, data, part, k: int) -> Fold:
     val_idx = np.array([], dtype=np.int64)
     if classes is not None and cfg.uses_validation():
         train_idx, val_idx = tabular_splits.validation_part(data.y, train_idx, cfg.val_fraction,
-                                                            seed)
+                                                            seed, classes)
     y = data.y
     regression = classes is None
     scaler = FoldScaler().fit(data.X[train_idx], y[train_idx] if regression else None)

@@ -102,7 +102,7 @@ def check_parts(cfg: TrialConfig, data, parts: list) -> None:
                                           "use fewer folds or more rows, or check the target")
         elif cfg.uses_validation():
             train, _ = tabular_splits.validation_part(data.y, train, cfg.val_fraction,
-                                                      fold_seed(cfg.seed, k))
+                                                      fold_seed(cfg.seed, k), data.classes)
         for setting in ("plugin_folds", "inner_folds"):
             if cfg.has(setting):
                 checks.require_rows(len(train), cfg.get(setting), setting, of)

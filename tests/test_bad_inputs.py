@@ -297,7 +297,16 @@ ESTIMATOR_CASES = [
      "y given to SBFNClassifier.fit holds one class"),
     ("continuous labels", lambda: SBFNClassifier(**FAST).fit(X, Y), "Unknown label type"),
     ("no room for the held-out part", lambda: SBFNClassifier(combiner="sbfn_stacked", **FAST)
-     .fit(X[:4], LABELS[:4]), "val_fraction=0.2 cannot hold out"),
+     .fit(X[:4], LABELS[:4]), "val_fraction=0.2 cannot hold out a stratified part of 4 rows: "
+                              "class 0 has a single row among them"),
+    # Both were told to use a larger val_fraction, with a word on folds an estimator lacks.
+    ("a held-out part too small for a row of each class", lambda: SBFNClassifier(
+        combiner="sbfn_stacked", val_fraction=0.01, **FAST).fit(X, LABELS),
+     "the held-out part (1 of 40) needs a row of each of the 2 classes: use "
+     "val_fraction >= 0.05"),
+    ("a held-out part too large", lambda: SBFNClassifier(
+        combiner="logit_mean_tuned", val_fraction=0.99, **FAST).fit(X, LABELS),
+     "the rows left (0 of 40) need a row of each of the 2 classes: use val_fraction <= 0.95"),
     ("images below 4x4", lambda: SBFNClassifier(**FAST).fit(RNG.normal(size=(10, 2, 2)),
                                                            np.arange(10) % 2), "at least 4x4"),
     ("channel-last images", lambda: SBFNClassifier(**FAST).fit(

@@ -4,6 +4,8 @@ A classification target (`classes` set) is split stratified, so every part keeps
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
@@ -12,6 +14,7 @@ from sbfn_dist.data.checks import require_rows
 from sbfn_dist.data.tabular import TabularData
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.settings.fields import SPLITS as SCHEMES
+from sbfn_dist.settings.tasks import STACKED
 
 Split = tuple[np.ndarray, np.ndarray]
 
@@ -31,18 +34,37 @@ def kfold_splits(n: int, folds: int, seed: int, labels: np.ndarray | None = None
     return [(train, test) for train, test in kfold.split(np.arange(n), labels)]
 
 
-def validation_part(labels: np.ndarray, rows: np.ndarray, fraction: float, seed: int):
+def validation_part(labels: np.ndarray, rows: np.ndarray, fraction: float, seed: int,
+                    classes=None):
     """(kept rows, held-out rows): a stratified, seeded `fraction` of `rows` held out (sorted),
-    e.g. the validation part that stacked combiners fit on."""
+    e.g. the validation part that stacked combiners fit on (`classes`: the names of the codes
+    in `labels`, for the error)."""
     from sklearn.model_selection import train_test_split
     try:
         keep, val = train_test_split(rows, test_size=fraction, random_state=seed,
                                      stratify=labels[rows])
-    except ValueError as exc:
+    except ValueError:
         raise DataError(f"val_fraction={fraction} cannot hold out a stratified part of {len(rows)} "
-                        f"rows ({exc}); use a larger val_fraction, more rows (or fewer folds), or "
-                        "leave out the stacked combiners") from None
+                        f"rows: {_validation_fix(labels[rows], fraction, classes)}, or leave out the "
+                        f"combiners that fit on it ({', '.join(STACKED)})") from None
     return np.sort(keep), np.sort(val)
+
+
+def _validation_fix(labels: np.ndarray, fraction: float, classes) -> str:
+    """Why a stratified part of `fraction` of these rows fails, and the fix: each part needs a
+    row of every class (scikit-learn's train_test_split holds out ceil(fraction * n) rows)."""
+    n, counts = len(labels), np.bincount(labels)
+    present = np.flatnonzero(counts)
+    rare = present[counts[present].argmin()]
+    if counts[rare] < 2:
+        return (f"class {_class_name(rare, classes)} has a single row among them, which cannot be "
+                "in both parts: add rows of it, or merge it into another class")
+    held_out = math.ceil(fraction * n)
+    if held_out < len(present):
+        return (f"the held-out part ({held_out} of {n}) needs a row of each of the "
+                f"{len(present)} classes: use val_fraction >= {len(present) / n:.3g}, or more rows")
+    return (f"the rows left ({n - held_out} of {n}) need a row of each of the {len(present)} "
+            f"classes: use val_fraction <= {1 - len(present) / n:.3g}, or more rows")
 
 
 def _check_class_counts(labels: np.ndarray, parts: int, what: str,
@@ -54,7 +76,7 @@ def _check_class_counts(labels: np.ndarray, parts: int, what: str,
     n = int(counts[rare])
     if n >= parts:
         return
-    name = repr(classes[rare]) if classes is not None else f"code {rare}"
+    name = _class_name(rare, classes)
     fix = (f"use {what} <= {n} or a data set with more rows of that class" if n >= 2 else
            "and no split puts a one-row class in both a training and a test part: drop its "
            "row, merge it into another class, or add rows of it")
@@ -132,3 +154,11 @@ def make_splits(data: TabularData, scheme: str, folds: int = 10, seed: int = 0,
 def _with_fixed_split() -> str:
     # appliances: only when the Candanedo dates file is available; sincos: always.
     return ", ".join(n for n, d in CATALOG.items() if d.fixed_split)
+
+
+def _class_name(code: int, classes) -> str:
+    """How an error names class `code`: by its name in `classes`, else as the code."""
+    if classes is None:
+        return f"code {code}"
+    name = classes[code]
+    return repr(name.item() if isinstance(name, np.generic) else name)    # 'z', not np.str_('z')

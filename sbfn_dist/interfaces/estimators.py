@@ -345,13 +345,14 @@ def _refuse_channel_last(shape: tuple) -> None:
                         "X.transpose(0, 3, 1, 2)")
 
 
-def _held_out(codes: np.ndarray, cfg: TrialConfig):
+def _held_out(codes: np.ndarray, cfg: TrialConfig, classes: np.ndarray):
     """(member rows, held-out rows): a stratified, seeded `val_fraction` for stacked combiners,
-    as a trial's training part is split (sbfn_dist.experiment._tabular_fold)."""
+    as a trial's training part is split (sbfn_dist.experiment._tabular_fold); `classes`: the
+    labels of the codes."""
     rows = np.arange(len(codes))
     if not cfg.uses_validation():
         return rows, rows[:0]
-    return validation_part(codes, rows, cfg.val_fraction, cfg.seed)
+    return validation_part(codes, rows, cfg.val_fraction, cfg.seed, classes)
 
 
 class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
@@ -473,7 +474,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.classes_, codes = np.unique(y, return_inverse=True)
         require_classes(self.classes_, "y given to SBFNClassifier.fit", "pass labels of at "
                         "least two classes")
-        rows, held_out = _held_out(codes, cfg)
+        rows, held_out = _held_out(codes, cfg, self.classes_)
         # Scaled by the members' rows' statistics, as a trial's fold is (experiment._tabular_fold,
         # data.images.DeviceImages): the same rows give the same members.
         self._fit_scaling(X[rows], images)

@@ -356,7 +356,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         _require_rows(self, len(y))
         self.scaler_ = FoldScaler().fit(X)
         x = self.scaler_.transform_X(X)
-        rows, held_out = _head_rows(codes, cfg)
+        rows, held_out = _head_rows(codes, cfg, self.classes_)
         fold = _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                      n_classes=len(self.classes_))
         members, head, plug = self._fit_fold(cfg, fold, pairs)
@@ -376,11 +376,11 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         return self.classes_[proba.argmax(1)]
 
 
-def _head_rows(codes: np.ndarray, cfg):
+def _head_rows(codes: np.ndarray, cfg, classes: np.ndarray):
     """(member rows, rows the head is fitted on): a stratified held-out part when members
     train (as SBFNClassifier's and a trial's); without members, every row (the estimators'
     probabilities are out-of-fold on all of them)."""
     if cfg.n_members:
-        return _held_out(codes, cfg)
+        return _held_out(codes, cfg, classes)
     rows = np.arange(len(codes))
     return rows[:0], rows

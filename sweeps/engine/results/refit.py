@@ -77,7 +77,7 @@ def _members_rows(cfg: TrialConfig, model: str, data, train, seed: int, what: st
     combiner leaves it out too; a stacked combiner's estimator holds out those rows itself."""
     if cfg.modality != "tabular" or not cfg.uses_validation() or model in STACKED:
         return train, what
-    members, _ = validation_part(data.y, train, cfg.val_fraction, seed)
+    members, _ = validation_part(data.y, train, cfg.val_fraction, seed, data.classes)
     return members, f"{what}, less the validation part its trial held out for stacked combiners"
 
 
