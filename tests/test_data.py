@@ -294,6 +294,19 @@ def test_fold_scaler_rejects_constant_target():
         FoldScaler().fit(np.ones((3, 1)), np.array([2.0, 2.0, 2.0]))
 
 
+def test_fold_scaler_refuses_values_whose_squares_overflow():
+    """Their std was inf, and the model predicted NaN (a target) or a constant (a feature)
+    after a fit that raised nothing but numpy's RuntimeWarning."""
+    X, y = np.arange(12.0).reshape(6, 2), np.arange(6.0)
+    with pytest.raises(DataError, match=r"X_train column 1 holds values up to 1.1e\+155, too "
+                                        "large to standardise in float64"):
+        FoldScaler().fit(X * [1.0, 1e154], y)
+    with pytest.raises(DataError, match=r"the training target holds values up to 5e\+155"):
+        FoldScaler().fit(X, y * 1e155)
+    scaler = FoldScaler().fit(X * 1e150, y * 1e150)       # large, and still standardised
+    assert np.isfinite(scaler.transform_X(X * 1e150)).all()
+
+
 # ---------------------------------------------------------------- classification tables
 
 @pytest.mark.parametrize("name,shape,n_classes", [("breast_cancer", (569, 30), 2),

@@ -38,15 +38,19 @@ class FoldScaler:
         self.median_ = np.zeros(X.shape[1])
         self.median_[~self.dead_] = np.nanmedian(X[:, ~self.dead_], axis=0)
         filled = np.where(np.isnan(X), self.median_, X)
-        self.mean_ = filled.mean(axis=0)
-        self.std_ = spread(filled.std(axis=0), self.mean_)
+        with np.errstate(over="ignore", invalid="ignore"):     # refused below, in one line
+            self.mean_ = filled.mean(axis=0)
+            self.std_ = spread(filled.std(axis=0), self.mean_)
+        _require_finite(self.std_, filled, lambda k: f"X_train column {k}")
         if y_train is None:
             return self
         if self.refuse_constant_target:
             require_varying_target(y, "the training target", "this fold cannot standardise it; "
                                    "use more rows or another split, or check the target column")
-        self.y_mean_ = float(y.mean())
-        self.y_std_ = float(spread(y.std(), self.y_mean_))
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.y_mean_ = float(y.mean())
+            self.y_std_ = float(spread(y.std(), self.y_mean_))
+        _require_finite(self.y_std_, y[:, None], lambda k: "the training target")
         return self
 
     def transform_X(self, X) -> np.ndarray:
@@ -73,6 +77,18 @@ class FoldScaler:
     def _check_fitted(self) -> None:
         if not hasattr(self, "y_std_"):
             raise RuntimeError("FoldScaler has no target statistics: call fit(X_train, y_train) first")
+
+
+def _require_finite(std, values: np.ndarray, name_of) -> None:
+    """Values above ~1e154 overflow the squares of their standard deviation (float64), and
+    the model would predict NaN or a constant: refused, naming (name_of(k)) the column k of
+    `values` and the fix."""
+    bad = np.flatnonzero(~np.isfinite(np.atleast_1d(std)))
+    if bad.size:
+        k = int(bad[0])
+        raise DataError(f"{name_of(k)} holds values up to {np.abs(values[:, k]).max():.3g}, too large "
+                        "to standardise in float64 (its squares overflow): rescale it, e.g. to "
+                        "other units or by a power of ten")
 
 
 def spread(std, mean):
