@@ -60,6 +60,18 @@ def test_a_model_whose_every_row_diverged_is_listed_with_its_count():
     assert line.split()[-1] == "3"          # not_ok: the three diverged folds
 
 
+def test_a_sweep_whose_every_row_diverged_says_so_and_how_to_train_instead():
+    """It ended in a traceback from the end table ("Columns must be same length as key"), and
+    the Python API's run() lost its result."""
+    rows = [{**row(m, float("nan"), f, status="diverged"),
+             "error": "member parameters became non-finite in epoch 1"}
+            for f in range(2) for m in ("sbfn_ls_linear", "g1")]
+    text = summary(rows)
+    assert ("no score: every model diverged (member parameters became non-finite in epoch 1): "
+            "train with a smaller lr or init_scale (--set lr=... init_scale=...)") in text
+    assert "rmse_mean" not in text                           # no table of NaN
+
+
 def test_an_image_sweep_without_references_or_model_params_prints_every_combiner():
     # Image records carry no model_params; the Fashion-MNIST sweep once crashed here at its end.
     rows = [dict(model=m, accuracy=a, fold=f, role="ensemble", lr=1e-3, status="ok",

@@ -23,11 +23,11 @@ def comparison_table(records: list[dict], metric: str = "rmse",
                    .agg(["mean", "std", "count"]).reset_index())
     per_setting["model_params"] = per_setting["model_params"].replace("{}", "")   # none: blank
     axes = [c for c in settings if c != "model_params"]
-    if axes:  # one label per configuration: "n_members=10 epsilon=0.35 {"lambda2": 3.0}"
+    if axes and len(per_setting):  # a label per configuration: "n_members=10 epsilon=0.35 {…}"
         labels = [per_setting[c].map(lambda v, c=c: f"{c}={v}" if v != "-" else "") for c in axes]
         per_setting["model_params"] = pd.concat(labels + [per_setting["model_params"]],
                                                 axis=1).agg(lambda r: " ".join(filter(None, r)), axis=1)
-        per_setting = per_setting.drop(columns=axes)
+    per_setting = per_setting.drop(columns=axes)
     sign = -1 if metric in HIGHER_IS_BETTER else 1
     per_setting["key"] = sign * per_setting["mean"]
     best = per_setting.loc[per_setting.groupby("model")["key"].idxmin()].drop(columns="key")

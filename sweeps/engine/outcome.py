@@ -105,7 +105,10 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
           f"{len(failed)} failed", file=out)
     for trial_id, error in failed.items():
         print(f"  failed: {trial_id}: {error}", file=out)
-    if len(rows):
+    if len(rows) and not (rows["status"] == "ok").any():      # a table of NaN would say nothing
+        print(f"  no score: every model diverged ({rows['error'].iloc[0]}): train with a smaller "
+              "lr or init_scale (--set lr=... init_scale=...)", file=out)
+    elif len(rows):
         rows = _ranked_configurations(rows, outcome, out)
         axes = [a for a in spec.axes if a in rows]
         view = comparison_table(_labelled(rows, axes).to_dict("records"), metric,
