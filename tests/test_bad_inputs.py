@@ -114,6 +114,9 @@ COMMANDS = [
      "mixed+simple_cnn"], ["'mixed' is an ensemble kind (mixed, cnn, resnet), which cannot be "
                            "an item of a list", "for mixed's members list simple_cnn, "
                            "resnet_tiny1, resnet_tiny2"]),
+    # "$SBFN_RESULTS" unset: it wrote the results at the filesystem's root
+    ("empty storage", regression, [*REG, "--storage", ""],
+     ["'--storage' = '' is not allowed", "was a variable in it unset?"]),
     ("unwritable storage", regression, [*REG, "--storage", "/proc/sbfn-results"],
      ["cannot write to the results storage", "--storage"]),
     ("storage under a file", regression, [*REG, "--storage", "{tmp}/a_file"],

@@ -150,3 +150,11 @@ def test_docs_name_every_flag_and_file_key():
     missing = [o.flag_name for o in OPTIONS if f"`{o.flag_name}" not in text]
     missing += [o.name for o in OPTIONS if o.file_key and f"`{o.name}`" not in text]
     assert not missing, f"docs/sweeps.md does not name: {missing}"
+
+
+def test_a_storage_under_home_is_expanded_where_no_shell_did(monkeypatch, tmp_path):
+    """`--storage=~/x` (bash expands no ~ after =) and a sweep file's `storage: ~/x` made a
+    folder named "~" in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert SweepOptions(name="s", storage="~/sweeps").storage == f"{tmp_path}/sweeps"
+    assert SweepOptions(name="s", storage="s3://bucket/~x").storage == "s3://bucket/~x"

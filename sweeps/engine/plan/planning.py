@@ -80,6 +80,9 @@ class SweepOptions:
         # the sweep prints and stores -- sweep.json, Tune's state, MLflow's params -- never has it.
         self.mlflow_uri = hide(self.mlflow_uri)
         self.command = mask(self.command)
+        # `--storage=~/x` and a sweep file's `storage: ~/x` reach us unexpanded (no shell).
+        if "://" not in self.storage:
+            self.storage = os.path.expanduser(self.storage)
 
     def validate(self) -> None:
         """Every run option (the model names a sweep was given: `plan`)."""
@@ -97,6 +100,9 @@ class SweepOptions:
             raise ConfigError("--pack", self.pack, f"one of {PACK_MODES}")
         if self.mps not in MPS_MODES:
             raise ConfigError("--mps", self.mps, f"one of {MPS_MODES}")
+        if not self.storage.strip():        # "/<name>": the filesystem's root
+            raise ConfigError("--storage", self.storage, "a directory or a URI (s3://..., "
+                              "gs://...); was a variable in it unset?")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:
