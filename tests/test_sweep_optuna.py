@@ -16,7 +16,7 @@ from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.tell.study import (check_study, open_study, publish_copy, searcher, study_file,
                                       where_note)
-from tests.sweep_helpers import ONE_AT_A_TIME, SEARCHED, TINY
+from tests.sweep_helpers import ONE_AT_A_TIME, SEARCHED, TINY, run_tiny
 
 pytestmark = pytest.mark.timeout(600)
 SEARCH = ["--search", "optuna", "--no-mlflow", "--competitors", "none"]
@@ -40,6 +40,25 @@ def test_a_search_sweep_keeps_every_trial_in_its_study_file(shared_sweeps):
     assert told == reported
     assert study.user_attrs["sweep"] == "tiny" and study.direction.name == "MINIMIZE"
     assert f"optuna-dashboard {outcome.study}" in printed
+
+
+@pytest.mark.parametrize("change, said", [
+    (("--num-samples", "5"), "--num-samples 5, not 3"),
+    (("--search-seed", "7"), "--search-seed 7, not 0"),
+    (("--search", "random"), "--search random, not optuna")])
+def test_a_resume_that_changes_the_search_is_refused(shared_sweeps, change, said, ray_connects):
+    """It printed "5 Optuna trials", ran the same 3, and rewrote sweep.json to say 5."""
+    storage, outcome, _ = shared_sweeps(*SEARCHED)
+    spec = ResultStore(outcome.root).read_spec()
+    flag, value = change
+    argv = list(SEARCHED)
+    if flag in argv:
+        argv[argv.index(flag) + 1] = value
+    else:
+        argv += [flag, value]
+    with pytest.raises(SbfnError, match=f"created with other settings \\({said}; its command"):
+        run_tiny(storage, *argv, "--resume")
+    assert ResultStore(outcome.root).read_spec() == spec and not ray_connects
 
 
 # Enough samples that the kill comes before the last is told: trials take about a second and

@@ -92,10 +92,25 @@ def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
-    if old and set(old["trial_ids"]) != set(trial_ids):   # the same trials, any order
+    changed = _changed_search(old, opts) if old else ""
+    if old and (changed or set(old["trial_ids"]) != set(trial_ids)):   # any order
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
-                        f"(its command: {old.get('command') or '?'}). Resume with the same "
-                        "arguments, or pass --name for a new sweep")
+                        f"({changed}its command: {old.get('command') or '?'}). Resume with the "
+                        "same arguments, or pass --name for a new sweep")
+
+
+def _changed_search(old: dict, opts: SweepOptions) -> str:
+    """The search options a resume changes ("--num-samples 5, not 3; "): the trials are
+    Tune's saved ones, so a changed search would be ignored, and sweep.json rewritten to say
+    it ran. (A sweep.json without search_seed is older: its seed is not compared.)"""
+    was = {"--search": old.get("search", "grid")}
+    now = {"--search": opts.search}
+    if opts.search != "grid" and was["--search"] == opts.search:
+        was |= {"--num-samples": old.get("n_trials_expected"),
+                "--search-seed": old.get("search_seed", opts.search_seed)}
+        now |= {"--num-samples": opts.num_samples, "--search-seed": opts.search_seed}
+    return "".join(f"{flag} {now[flag]}, not {was[flag]}; " for flag in was
+                   if now[flag] != was[flag])
 
 
 SAMPLERS = {"optuna": "Optuna", "random": "random"}

@@ -132,7 +132,8 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "n_folds_expected": sum(len(folds_of(c)) for c in configs),
               "base": shared(spec, opts), "command": opts.command,
               "objective": opts.objective,
-              "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)}}
+              "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
+              **({"search_seed": opts.search_seed} if opts.search != "grid" else {})}
     refuse_another_sweep(store, opts, record["trial_ids"])
     store.create()
     return record
