@@ -553,3 +553,30 @@ def test_a_sweep_command_stops_quietly_on_a_closed_pipe_and_on_ctrl_c_while_plan
     assert piped.wait(timeout=120) == 128 + signal.SIGPIPE     # as `seq 1000000 | head -1`
     assert piped.stderr.read() == ""            # no traceback, no "Exception ignored"
     assert not (tmp_path / "results").exists()
+
+
+def test_a_resume_on_data_whose_contents_changed_is_refused_before_ray(tmp_path, capsys,
+                                                                         ray_connects):
+    """A CSV edited between an interrupted run and its --resume: the resume mixed folds of the
+    two contents (RMSE 57 and 5,400 in one configuration), and the table ranked the mixture.
+    sweep.json records each path data set's contents_stamp; the resume compares them."""
+    from sbfn_dist.settings.catalog import contents_stamp
+    from sweeps import regression as regression_module
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.plan.planning import plan_sweep
+    data = tmp_path / "mine.csv"
+    data.write_text(table(60))
+    name = f"csv:{data}"
+    argv = ["--dataset", name, "--set", "target=y", *SWEEP, "--storage", str(tmp_path),
+            "--name", "edited", "--resume"]
+    spec, _, opts = regression_module.build(argv)
+    trial_ids = [c["trial_id"] for c in plan_sweep(spec, opts).configs]
+    (tmp_path / "edited").mkdir()
+    ResultStore(str(tmp_path / "edited")).write_spec({"trial_ids": trial_ids,
+                                                      "data": {name: contents_stamp(name)}})
+    data.write_text(table(60))                              # other values, the same shape
+    assert regression(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--resume: {name} has changed since the sweep at {tmp_path / 'edited'} was " \
+           "created: its finished folds were computed on the old contents" in err
+    assert err.count("\n") == 1 and not ray_connects

@@ -3,6 +3,7 @@ work where a data set name does -- run_trial, a sweep file run by `python -m swe
 report; a folder is decoded once and cached on disk; `npz:` of CIFAR-10's arrays trains exactly
 what `cifar10` trains; bad input is refused in one line when the sweep is planned."""
 
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -18,6 +19,7 @@ from sbfn_dist.data.images import load_images
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.folds import check_data, make_parts
 from sbfn_dist.learners.cnn import MIN_SIZE
+from sbfn_dist.settings.catalog import contents_stamp
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import field
 from tests.conftest import shared_data_dir
@@ -291,6 +293,8 @@ def test_a_sweep_file_over_a_folder_runs_and_its_report_is_written(pngs, tmp_pat
     table = pd.read_parquet(root / "results.parquet")
     assert (table["status"] == "ok").all() and set(table["epsilon"]) == {0.2, 0.6}
     assert set(table["dataset"]) == {f"folder:{pngs}"}
+    stamp = json.loads((root / "sweep.json").read_text())["data"]    # a resume compares it
+    assert stamp == {f"folder:{pngs}": contents_stamp(f"folder:{pngs}")} and all(stamp.values())
     assert table["accuracy"].min() > max(COUNTS.values()) / sum(COUNTS.values()) + 0.3
     report = write_report([str(root)], out=str(tmp_path / "report"))
     text = (Path(report) / "report.md").read_text()

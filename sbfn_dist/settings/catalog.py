@@ -9,6 +9,7 @@ the analysis layer may read it). The loaders live in `tabular.py`, `images.py` a
     folder:PATH  your image files, one folder per class (torchvision's ImageFolder layout)
 """
 
+import hashlib
 import os
 from dataclasses import dataclass
 
@@ -74,6 +75,30 @@ def prefix_of(name) -> str | None:
     if isinstance(name, str):
         return next((p for p in BY_PREFIX if name.startswith(p)), None)
     return None
+
+
+def contents_stamp(name) -> str | None:
+    """What a data set given as a path holds, as a short digest a sweep records and a resume
+    compares (None: a named set, or a path not on this machine). A file: its bytes. A folder:
+    its files' relative paths and sizes (reading every image would cost a large folder
+    minutes; a copy keeps sizes, not always modification times)."""
+    prefix = prefix_of(name)
+    path = os.path.abspath(os.path.expanduser(name[len(prefix):])) if prefix else ""
+    digest = hashlib.blake2b(digest_size=8)
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+    elif os.path.isdir(path):
+        for folder, dirs, files in os.walk(path):
+            dirs.sort()
+            for file in sorted(files):
+                full = os.path.join(folder, file)
+                digest.update(f"{os.path.relpath(full, path)}\0{os.path.getsize(full)}\n"
+                              .encode())
+    else:
+        return None
+    return digest.hexdigest()
 
 
 def lookup(name: str) -> DataSet:

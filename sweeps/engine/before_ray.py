@@ -6,6 +6,7 @@ import math
 
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.folds import check_data
+from sbfn_dist.settings import catalog
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.grids import SweepSpec, axis_text
@@ -29,7 +30,7 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
     _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
-    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs])
+    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs], data_stamps(configs))
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
         check_study(store, opts.name, opts.resume)
@@ -86,12 +87,27 @@ def _data_checked_here(opts: SweepOptions) -> bool:
     return not opts.address
 
 
-def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list) -> None:
-    """Refuse to overwrite another sweep or resume a different one (reads sweep.json only)."""
+def data_stamps(configs: list[dict]) -> dict:
+    """{data set: contents_stamp} of the sweep's data sets given as paths (csv:, npz:,
+    folder:), for sweep.json: a resume compares them."""
+    names = dict.fromkeys(c["dataset"] for c in configs if catalog.prefix_of(c["dataset"]))
+    return {name: stamp for name in names if (stamp := catalog.contents_stamp(name))}
+
+
+def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list,
+                         stamps: dict) -> None:
+    """Refuse to overwrite another sweep or resume a different one (reads sweep.json only), or
+    resume on data whose contents changed (`stamps`: data_stamps): its finished folds would
+    mix with folds of other data, and the table rank the mixture."""
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
+    for name, stamp in (old or {}).get("data", {}).items():
+        if stamps.get(name, stamp) != stamp:        # not here (a cluster's data): not compared
+            raise SbfnError(f"--resume: {name} has changed since the sweep at {store.root} was "
+                            "created: its finished folds were computed on the old contents. "
+                            "Restore them, or pass --name for a new sweep on the new data")
     changed = _changed_search(old, opts) if old else ""
     if old and (changed or set(old["trial_ids"]) != set(trial_ids)):   # any order
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "

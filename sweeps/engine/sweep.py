@@ -14,7 +14,7 @@ import time
 
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
+from sweeps.engine.before_ray import (check_before_ray, data_stamps, dry_run_scope, print_plan,
                                       refuse_another_sweep, small_space_note, trial_count)
 from sweeps.engine.common.environment import ray_environment
 from sweeps.engine.common.store import RESULTS_FILE, ResultStore
@@ -133,8 +133,9 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "base": shared(spec, opts), "command": opts.command,
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
-              **({"search_seed": opts.search_seed} if opts.search != "grid" else {})}
-    refuse_another_sweep(store, opts, record["trial_ids"])
+              **({"search_seed": opts.search_seed} if opts.search != "grid" else {}),
+              "data": data_stamps(configs)}
+    refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
     store.create()
     return record
 
