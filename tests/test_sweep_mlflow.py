@@ -297,3 +297,19 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
     run = again.client.get_run(again.run_id(config))
     assert history(again.client, run, "fold/rmse/sbfn_ls") == ([0, 1], [1.0, 2.0])
     assert history(again.client, run, "folds_done")[0] == [1, 2]
+
+
+def test_a_tracking_server_that_is_down_is_refused_before_the_sweep_is_recorded(tmp_path,
+                                                                                capsys):
+    """The refusal came after sweep.json was written: the rerun with the server fixed, or with
+    --no-mlflow, was refused as "already holds the sweep", though nothing had run."""
+    from sweeps.regression import main as regression
+    argv = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", str(tmp_path),
+            "--name", "down", "--mlflow-uri", f"http://127.0.0.1:{free_port()}"]
+    with a_ray():
+        assert regression(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: cannot use the MLflow tracking store 'http://127.0.0.1:" in err
+    assert "Connection refused" in err and "Traceback" not in err
+    assert not (tmp_path / "down" / "sweep.json").exists()
+    assert regression([*argv[:-2], "--no-mlflow", "--dry-run"]) == 0    # a new sweep, not held

@@ -121,19 +121,31 @@ def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | 
     return f"sqlite:///{store.root}/mlflow.db", Path(store.root, "mlartifacts").as_uri()
 
 
-def warm_tracking(opts: SweepOptions, store: ResultStore) -> threading.Thread:
+class _Warming(threading.Thread):
+    """warm_tracking's thread: join() raises what opening the store raised (SbfnError)."""
+    error: SbfnError | None = None
+
+    def join(self, timeout=None) -> None:
+        super().join(timeout)
+        if self.error is not None:
+            raise self.error
+
+
+def warm_tracking(opts: SweepOptions, store: ResultStore) -> _Warming:
     """Create the MLflow store and experiment in the background: a new sqlite store runs its
-    schema migrations (~5 s), which then overlap ray.init."""
+    schema migrations (~5 s), which then overlap ray.init. A store it cannot open (a server
+    that is down) is refused at join(), before the run writes sweep.json: a rerun with the
+    store fixed, or --no-mlflow, is then a new run, not "already holds the sweep"."""
     def warm():
         if not opts.mlflow:
             return
         uri, artifacts = _tracking_store(opts, store)
         try:
             open_experiment(uri, opts.name, artifacts)
-        except SbfnError:
-            pass  # reported when the logger opens the store for real
+        except SbfnError as exc:
+            thread.error = exc
 
-    thread = threading.Thread(target=warm, daemon=True)
+    thread = _Warming(target=warm, daemon=True)
     thread.start()
     return thread
 
