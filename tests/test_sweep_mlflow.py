@@ -313,3 +313,24 @@ def test_a_tracking_server_that_is_down_is_refused_before_the_sweep_is_recorded(
     assert "Connection refused" in err and "Traceback" not in err
     assert not (tmp_path / "down" / "sweep.json").exists()
     assert regression([*argv[:-2], "--no-mlflow", "--dry-run"]) == 0    # a new sweep, not held
+
+
+def test_a_second_sweep_of_a_name_in_one_store_is_refused_not_nested(shared_sweeps, tmp_path,
+                                                                     capsys):
+    """Two storages, one tracking store, one sweep name (the default DATASET-GRID makes that
+    easy): the second's runs nested under the first's sweep run, whose summary it overwrote.
+    Refused before the second is recorded; the first's runs untouched."""
+    from sweeps.regression import main as regression
+    _, outcome, _ = shared_sweeps(*LOGGED)                 # "tiny", logged to its own store
+    _, before = mlflow_runs(outcome.tracking_uri, "tiny")
+    with a_ray():
+        code = regression(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--name",
+                           "tiny", "--storage", str(tmp_path), "--mlflow-uri",
+                           outcome.tracking_uri, *ONE_AT_A_TIME])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert (f"the MLflow store '{outcome.tracking_uri}' holds another sweep named 'tiny' (its "
+            f"records: {outcome.root}/results.parquet): pass --name") in err
+    assert not (tmp_path / "tiny" / "sweep.json").exists()
+    _, after = mlflow_runs(outcome.tracking_uri, "tiny")
+    assert [r.info.run_id for r in after] == [r.info.run_id for r in before]

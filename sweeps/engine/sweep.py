@@ -11,6 +11,7 @@ Ray side of a run, is imported inside the claimed run, this floor's one such imp
 
 import sys
 import time
+import uuid
 
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
@@ -27,6 +28,7 @@ from sweeps.engine.results.keep_best import keep_only
 from sweeps.engine.results.ranking import best_means, best_row, trials_of
 from sweeps.engine.run.claim import Claim, take_over
 from sweeps.engine.run.interruption import Interruption
+from sweeps.engine.tell.tracking import SWEEP_ID
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
@@ -72,7 +74,8 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
         from sweeps.engine.tell.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
     from sweeps.engine import tune  # Ray: imported only now, in the sweep's environment
-    warm = tune.warm_tracking(opts, store)   # the MLflow store's set-up overlaps ray.init
+    # The MLflow store's set-up overlaps ray.init.
+    warm = tune.warm_tracking(opts, store, spec_record.get(SWEEP_ID))
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
         where = tune.connect_ray(opts, held, interruption, store)
         warm.join()
@@ -122,6 +125,15 @@ def _plan_the_draws(planned: Planned, grid) -> None:
             planned.configs_of(result.config)
 
 
+def _sweep_id(store: ResultStore, opts: SweepOptions) -> dict:
+    """{SWEEP_ID: the sweep's id}: a new one for a new sweep; on --resume, the one sweep.json
+    holds ({} for a sweep of an older version, whose parent run has no id either)."""
+    if opts.resume:
+        old = store.read_spec() or {}
+        return {SWEEP_ID: old[SWEEP_ID]} if SWEEP_ID in old else {}
+    return {SWEEP_ID: uuid.uuid4().hex[:16]}
+
+
 def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
     """Refuse to overwrite another sweep or resume a different one (again: now under the
     claim); prove it is writable. `objective` and `ranges` (a range axis as its text) are for
@@ -134,7 +146,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
               **({"search_seed": opts.search_seed} if opts.search != "grid" else {}),
-              "data": data_stamps(configs)}
+              "data": data_stamps(configs), **_sweep_id(store, opts)}
     refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
     store.create()
     return record

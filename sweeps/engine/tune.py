@@ -27,7 +27,7 @@ from sweeps.engine.run.resources import check_trial_fits, connect, filling_slots
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
 from sweeps.engine.run.trainable import sweep_trainable
 from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
-from sweeps.engine.tell.tracking import open_experiment
+from sweeps.engine.tell.tracking import open_experiment, refuse_another_sweeps_runs
 
 
 def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore) -> str:
@@ -131,17 +131,19 @@ class _Warming(threading.Thread):
             raise self.error
 
 
-def warm_tracking(opts: SweepOptions, store: ResultStore) -> _Warming:
+def warm_tracking(opts: SweepOptions, store: ResultStore, sweep_id: str | None) -> _Warming:
     """Create the MLflow store and experiment in the background: a new sqlite store runs its
     schema migrations (~5 s), which then overlap ray.init. A store it cannot open (a server
     that is down) is refused at join(), before the run writes sweep.json: a rerun with the
-    store fixed, or --no-mlflow, is then a new run, not "already holds the sweep"."""
+    store fixed, or --no-mlflow, is then a new run, not "already holds the sweep"; so is
+    a store that holds another sweep of the name (not `sweep_id`, sweep.json's)."""
     def warm():
         if not opts.mlflow:
             return
         uri, artifacts = _tracking_store(opts, store)
         try:
-            open_experiment(uri, opts.name, artifacts)
+            client, experiment = open_experiment(uri, opts.name, artifacts)
+            refuse_another_sweeps_runs(uri, client, experiment, opts.name, sweep_id)
         except SbfnError as exc:
             thread.error = exc
 

@@ -65,6 +65,10 @@ COOLDOWN_S = 30.0                 # after a failed operation, the next ones go s
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}   # the UI's runs table
 PARENT = "mlflow.parentRunId"     # MLflow's nesting tag (what start_run(nested=True) sets)
 SWEEP_ROLE = "sweep"              # the parent run's `role` tag (configurations: ensemble, ...)
+# sweep.json's key and the parent run's tag that tell two sweeps of one name apart (in one
+# store: two storages, or a sweep deleted and run again); kept on --resume, wherever the
+# sweep's folder has moved.
+SWEEP_ID = "sweep_id"
 
 
 class TrackingError(SbfnError):
@@ -110,6 +114,30 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None)
                             f"{first_line(exc)}. Check --mlflow-uri (a running server, or "
                             "sqlite:///ABSOLUTE/PATH.db), or pass --no-mlflow") from None
     return client, experiment.experiment_id
+
+
+def parent_runs(client, experiment_id: str) -> list:
+    """The experiment's sweep runs (one a sweep, normally)."""
+    return client.search_runs([experiment_id], f"tags.role = '{SWEEP_ROLE}'")
+
+
+def refuse_another_sweeps_runs(tracking_uri: str, client, experiment_id: str, name: str,
+                               sweep_id: str | None) -> None:
+    """A sweep run of another sweep of this name in the experiment (another storage's, or a
+    deleted sweep's): this sweep's runs would nest under it, and its summary be overwritten."""
+    with client_environment(tracking_uri):
+        try:
+            runs = parent_runs(client, experiment_id)
+        except Exception as exc:  # as open_experiment: the store's own errors, in a line
+            raise TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
+                                f"{first_line(exc)}") from None
+    for run in runs:
+        if run.data.tags.get(SWEEP_ID) != sweep_id:
+            note = run.data.tags.get("mlflow.note.content", "")
+            where = note.partition("records in ")[2].partition(";")[0] or "elsewhere"
+            raise TrackingError(f"the MLflow store '{tracking_uri}' holds another sweep named "
+                                f"'{name}' (its records: {where}): pass --name to name this one "
+                                "apart, or log it to another store (--mlflow-uri)")
 
 
 def first_line(exc: Exception) -> str:
@@ -176,6 +204,13 @@ class SweepTracker:
                                         max_results=1)
         return found[0].info.run_id if found else None
 
+    def _own_parent(self) -> str | None:
+        """This sweep's parent run: the sweep run whose sweep_id tag is the one sweep.json
+        holds (a sweep of an older version: neither has one)."""
+        ours = (self.store.read_spec() or {}).get(SWEEP_ID)
+        runs = parent_runs(self.client, self.experiment_id)
+        return next((r.info.run_id for r in runs if r.data.tags.get(SWEEP_ID) == ours), None)
+
     def _sweep(self) -> None:
         self.client.update_run(self.parent_id, status="RUNNING")
 
@@ -183,7 +218,7 @@ class SweepTracker:
     def parent_id(self) -> str:
         """The sweep's own run, found again on --resume by its role tag."""
         if self._parent is None:
-            self._parent = self._search("role", SWEEP_ROLE) or self._open_parent()
+            self._parent = self._own_parent() or self._open_parent()
         return self._parent
 
     def _open_parent(self) -> str:
@@ -191,7 +226,8 @@ class SweepTracker:
         note = (f"Sweep `{self.sweep['name']}`: grid {self.sweep['grid']} on "
                 f"{self.sweep['dataset']}; records in {self.store.root}/results.parquet; "
                 f"command: `{spec.get('command') or '?'}`")
-        tags = {**self.tags, "role": SWEEP_ROLE, "mlflow.note.content": note}
+        tags = {**self.tags, "role": SWEEP_ROLE, "mlflow.note.content": note,
+                **({SWEEP_ID: spec[SWEEP_ID]} if spec.get(SWEEP_ID) else {})}
         run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.sweep["name"])
         params = {**flat_params(spec.get("base", {})), "grid": self.sweep["grid"],
                   "search": spec.get("search", ""), "command": spec.get("command", ""),
