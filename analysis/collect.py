@@ -336,14 +336,32 @@ def load_results(paths, relative_to: Path | None = None) -> Results:
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not paths:
         raise ResultsError("no results path given: pass at least one results/<sweep> directory")
-    tables, infos = [], []
+    tables, infos, read = [], [], {}
     for p in paths:
+        home = find_source(str(p)).home
+        if home in read:            # its rows twice: the counts doubled, the means unchanged
+            raise ResultsError(f"{p} is the sweep {read[home]} again: give each sweep once")
+        read[home] = p
         table, info = load_sweep(p, relative_to)
         tables.append(table)
         infos.append(info)
-    table = pd.concat(tables, ignore_index=True)
+    table = _apart_by_target(pd.concat(tables, ignore_index=True))
     _check_one_precision(table)
     return Results(table, infos)
+
+
+def _apart_by_target(table: pd.DataFrame) -> pd.DataFrame:
+    """A data set swept for two targets (a CSV's columns y and c) is two data sets: named
+    "csv:PATH (target y)" where its rows have more than one target, else the report would
+    average their scores as one data set's."""
+    if "target" not in table:
+        return table
+    targets = table.dropna(subset=["target"]).groupby("dataset")["target"].nunique()
+    several = table["dataset"].isin(targets[targets > 1].index) & table["target"].notna()
+    table = table.copy()
+    table.loc[several, "dataset"] = (table.loc[several, "dataset"] + " (target "
+                                     + table.loc[several, "target"].astype(str) + ")")
+    return table
 
 
 def _check_one_precision(table: pd.DataFrame) -> None:

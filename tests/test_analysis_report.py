@@ -103,6 +103,31 @@ def test_partial_sweep_counts_found_missing_and_failed(sweeps):
     assert info.status_counts["failed"] == 1 and len(res.not_ok) == 1
 
 
+def test_one_csv_swept_for_two_targets_is_two_data_sets(tmp_path):
+    """The report averaged the two sweeps' scores as one data set's (its M = 1 row 1.541: the
+    mean of 2.123 for y and 0.958 for c)."""
+    def rows(target: str, rmse: float) -> list:
+        return [dict(sweep=f"s_{target}", trial_id=f"t{fold}", fold=fold, seed=0,
+                     dataset="csv:/d/mine.csv", target=target, task="regression",
+                     model="arithmetic", status="ok", rmse=rmse, n_members=2, epsilon=0.0)
+                for fold in range(2)]
+    homes = [write_parts(tmp_path / f"s_{t}", rows(t, r), expected=2)
+             for t, r in (("y", 2.0), ("c", 1.0))]
+    table = load_results(homes).table
+    means = table.groupby("dataset")["rmse"].mean().to_dict()
+    assert means == {"csv:/d/mine.csv (target y)": 2.0, "csv:/d/mine.csv (target c)": 1.0}
+    one = load_results(homes[0]).table                    # one target: the name as it was
+    assert set(one["dataset"]) == {"csv:/d/mine.csv"}
+
+
+def test_a_sweep_given_twice_is_refused_in_one_line(sweeps):
+    """Read twice, its trials counted twice in the sweeps' table and status.csv."""
+    again = f"{sweeps[0]}/./"
+    with pytest.raises(ResultsError, match=f"{re.escape(again)} is the sweep .* again: give "
+                                           "each sweep once"):
+        load_results([sweeps[0], again])
+
+
 def test_report_has_every_table_as_csv_and_says_what_is_missing(report):
     md = (report / "report.md").read_text()
     assert "19 of 23 trials have results; 4 are missing" in md
