@@ -124,6 +124,19 @@ def test_sweeps_run_flags_replace_the_files_keys_and_join_its_settings(tmp_path)
     assert (plain.name, plain.num_cpus, plain.overrides["epochs"]) == ("from-file", 1, 9)
 
 
+def test_a_number_without_a_point_in_a_file_is_the_number_a_flag_gives(tmp_path):
+    """YAML 1.1 (PyYAML) read `1e-3` as text, refused as "a finite number > 0" where
+    `--set lr=1e-3` is taken."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("dataset: diabetes\ngrid: demo\naxes: {lr: [1e-3, 2E-2]}\n"
+                    "settings: {lambda1: 1e-4}\n")
+    spec, _, opts = sweeps_main.build(["run", str(path)])
+    assert list(spec.axes["lr"]) == [0.001, 0.02] and opts.overrides["lambda1"] == 0.0001
+    _, _, flags = regression.build(["--dataset", "diabetes", "--grid", "demo", "--set",
+                                    "lambda1=1e-4"])
+    assert flags.overrides["lambda1"] == opts.overrides["lambda1"]
+
+
 def test_regression_ranks_by_sbfn_ls_linear_and_a_resumed_sweep_keeps_its_own(tmp_path):
     """The default objective is the s-BFN form every published regression run favours
     (docs/results/README.md, claim 1; issue 32: the demo ranked the paper's map, sbfn_ls, at

@@ -3,6 +3,7 @@
 SweepSpec and SweepOptions; grid_files.py reads the named grids, which are such files too.
 """
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,13 @@ class _UniqueKeys(yaml.SafeLoader):
                 raise _DuplicateKey(f"key '{key}' is given twice (lines {first} and {line}); "
                                     "YAML would silently keep the last: keep one")
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.2's numbers without a point, as `--set lr=1e-3` reads them: PyYAML follows YAML 1.1,
+# whose floats need one, and read `lr: [1e-3]` as the text '1e-3' (refused as no number).
+_UniqueKeys.add_implicit_resolver("tag:yaml.org,2002:float",
+                                  re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+                                  list("-+0123456789"))
 
 
 def load(path) -> dict:
