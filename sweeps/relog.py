@@ -38,7 +38,8 @@ def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
     check_tracking_uri(uri)
     with client_environment(uri):
         done, error = apply_until_failure(
-            SweepTracker(uri, saved["sweep"], ledger.store, saved["artifact_location"]),
+            SweepTracker(uri, saved["sweep"], ledger.store, saved["artifact_location"],
+                         otherwise="run this again once the tracking store answers"),
             saved["ops"])
     ops = saved["ops"]
     left = ops[done:]

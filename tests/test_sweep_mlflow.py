@@ -334,3 +334,22 @@ def test_a_second_sweep_of_a_name_in_one_store_is_refused_not_nested(shared_swee
     assert not (tmp_path / "tiny" / "sweep.json").exists()
     _, after = mlflow_runs(outcome.tracking_uri, "tiny")
     assert [r.info.run_id for r in after] == [r.info.run_id for r in before]
+
+
+def test_relog_to_a_store_that_is_down_names_its_own_fix(tmp_path, capsys):
+    """It told the user to pass --no-mlflow, a flag relog does not have."""
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.tell.tracking import Ledger
+    from sweeps.relog import main as relog_main
+    (tmp_path / "s").mkdir()
+    store = ResultStore(str(tmp_path / "s"))
+    store.write_spec({"name": "s", "trial_ids": []})
+    down = f"http://127.0.0.1:{free_port()}"
+    Ledger(store).write([{"op": "sweep"}], down, {"name": "s", "grid": "demo",
+                                                  "dataset": "diabetes", "task": "regression"},
+                        None, "ConnectionError")
+    assert relog_main([str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot use the MLflow tracking store '{down}'")
+    assert err.rstrip().endswith("or run this again once the tracking store answers")
+    assert "--no-mlflow" not in err

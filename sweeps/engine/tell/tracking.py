@@ -94,9 +94,11 @@ def client_environment(tracking_uri: str):
         yield
 
 
-def open_experiment(tracking_uri: str, name: str, artifact_location: str | None):
+def open_experiment(tracking_uri: str, name: str, artifact_location: str | None,
+                    otherwise: str = "pass --no-mlflow"):
     """Connect (fail fast if unreachable), get or create the sweep's experiment and tag it as
-    model training. `tracking_uri` is the public one: the client gets the one that logs in."""
+    model training. `tracking_uri` is the public one: the client gets the one that logs in.
+    `otherwise`: the fix besides another --mlflow-uri, in the command's own words."""
     from mlflow import MlflowClient
     quiet_libraries()       # no "Creating initial MLflow database tables" unless --verbose
     client = MlflowClient(login(tracking_uri).uri)
@@ -112,7 +114,7 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None)
     except Exception as exc:  # mlflow raises MlflowException, requests errors, sqlite errors
         raise TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
                             f"{first_line(exc)}. Check --mlflow-uri (a running server, or "
-                            "sqlite:///ABSOLUTE/PATH.db), or pass --no-mlflow") from None
+                            f"sqlite:///ABSOLUTE/PATH.db), or {otherwise}") from None
     return client, experiment.experiment_id
 
 
@@ -182,9 +184,9 @@ class SweepTracker:
     """
 
     def __init__(self, tracking_uri: str, sweep: dict, store: ResultStore,
-                 artifact_location: str | None = None):
+                 artifact_location: str | None = None, otherwise: str = "pass --no-mlflow"):
         self.client, self.experiment_id = open_experiment(tracking_uri, sweep["name"],
-                                                          artifact_location)
+                                                          artifact_location, otherwise)
         self.sweep, self.store = sweep, store
         self.metric = metric_of(sweep["task"])
         self.tags = {"sweep": sweep["name"], "grid": sweep["grid"], "dataset": sweep["dataset"],
