@@ -409,6 +409,9 @@ FILE_CASES = [
       "e.g. axes: {epsilon: uniform(0, 1)}"]),
     ("a range under preset", FILE + "preset:\n  n_members: randint(2, 5)\n",
      ["preset.n_members = 'randint(2, 5)' is a range", "axes: {n_members: randint(2, 5)}"]),
+    # it trained the members once per value, and the end table merged two configurations' rows
+    ("lambda2 as an axis", "dataset: diabetes\ngrid: demo\naxes:\n  lambda2: [0, 5]\n",
+     ["'lambda2' = (0, 5) is not allowed: no axis", "settings (lambda2: [0, 5])"]),
 ]
 
 

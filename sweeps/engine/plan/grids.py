@@ -165,6 +165,10 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
             **({} if folds is None else {"folds": folds}),
             **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
     axes = with_axes(grid.axes, {"n_members": members, "epsilon": epsilons})
+    for name in set(axes) & set(RIDE_ALONG[task]):     # it trained the members once per value
+        raise ConfigError(name, axes[name], f"no axis: every trial fits each of its values on "
+                          f"the members it trained once; list them under the sweep file's "
+                          f"settings ({name}: [0, 5]) or give --{name} 0 5")
     competitors = grid.competitors if competitors is None else competitors
     competitors = TASKS[task].competitors if competitors is None else competitors
     return SweepSpec(grid=label, dataset=dataset, base=base, axes=axes,
