@@ -36,6 +36,12 @@ def require_writable(directory, what: str) -> None:
                         "choose a writable directory") from None
 
 
+class UninformativeWarning(UserWarning):
+    """A fitted combiner predicts no better than the constant guess on the rows it was fitted
+    on (scikit-learn's ConvergenceWarning says the like of a solver): the fit succeeded, but
+    its predictions carry nothing the class prior does not."""
+
+
 class ConfigError(SbfnError):
     """A configuration field has a value that is not allowed."""
 

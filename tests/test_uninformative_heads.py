@@ -1,12 +1,16 @@
 """A classification head that learned nothing (issue 32 item 2): it scores the constant guess,
 never below it, and its record says `uninformative`; the s-BFN head's bounded centre step."""
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
 
 from sbfn_dist.combiners.classification import SBFNClassifierHead, beats_constant_guess
+from sbfn_dist.errors import UninformativeWarning
 from sbfn_dist.experiment import run_trials
 
 # Digits 0, 1, 2 as 8x8 images, class 0 rare: a tie among the classes broken toward the first
@@ -96,10 +100,24 @@ def test_the_classifier_estimator_takes_the_head_s_fallback_and_centre_step(fall
     digits = load_digits()
     rows = np.concatenate([np.flatnonzero(digits.target == c)[:n] for c, n in COUNTS.items()])
     x, y = digits.images[rows, None].astype(np.float32) / 16, digits.target[rows]
-    model = SBFNClassifier(ensemble="cnn", n_members=2, epochs=1, combiner="sbfn", lr_alpha=1e-30,
-                           head_fallback=fallback, centre_step="plain").fit(x, y)
-    assert model.combiner_.centre_step == "plain"
+    # It said nothing (the verdict was the trial records' alone): a fit that learned nothing
+    # warns, as scikit-learn's ConvergenceWarning does, and uninformative_ says so.
+    said = {"prior": "predicts the class prior instead (head_fallback='prior')",
+            "none": "predicts no better than the class prior"}[fallback]
+    with pytest.warns(UninformativeWarning, match=re.escape(said)):
+        model = SBFNClassifier(ensemble="cnn", n_members=2, epochs=1, combiner="sbfn",
+                               lr_alpha=1e-30, head_fallback=fallback, centre_step="plain").fit(x, y)
+    assert model.uninformative_ and model.combiner_.centre_step == "plain"
     prior = np.bincount(y) / len(y)
     expected = prior if fallback == "prior" else np.full(3, 1 / 3)
     # float32 probabilities: 1e-6 of 1
     np.testing.assert_allclose(model.predict_proba(x), np.tile(expected, (len(y), 1)), atol=1e-6)
+
+
+def test_a_classifier_that_learned_says_nothing_of_it():
+    from sbfn_dist import SBFNClassifier
+    digits = load_digits()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UninformativeWarning)
+        model = SBFNClassifier(n_members=2, epochs=2).fit(digits.data[:300], digits.target[:300])
+    assert model.uninformative_ is False

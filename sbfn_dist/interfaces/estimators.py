@@ -29,6 +29,7 @@ that the combiner or the data kind does not use is ignored (the scikit-learn con
 import copy
 import dataclasses
 import inspect
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ from sbfn_dist.data.checks import numeric_target, require_classes
 from sbfn_dist.data.images import DeviceImages, channel_moments
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.data.splits import validation_part
-from sbfn_dist.errors import ConfigError, DataError, SbfnError
+from sbfn_dist.errors import ConfigError, DataError, SbfnError, UninformativeWarning
 from sbfn_dist.experiment import Fold
 from sbfn_dist.interfaces import saved
 from sbfn_dist.learners.cnn import MIN_SIZE
@@ -51,7 +52,7 @@ from sbfn_dist.learners.training import CNNConfig, TrainingDiverged
 from sbfn_dist.runtime import resolve_device
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import TRIAL_FIELDS, Ctx, Items, Maybe, OneOf, defaults, field
-from sbfn_dist.settings.tasks import ITERATIVE, TASKS
+from sbfn_dist.settings.tasks import ITERATIVE, LEARNED_HEADS, TASKS
 
 # The classifier offers every classification combiner but base_avg: that one scores each member
 # on its own (the paper's "Base Avg." column) and gives no single prediction.
@@ -105,16 +106,28 @@ class _SBFNEstimator(saved.Saveable, BaseEstimator):
         return _trial_config(out, self._task)
 
     def _run_fold(self, cfg: TrialConfig, fold: Fold):
-        """(members, fitted combiner): the fold loop of run_trial (sbfn_dist.combiners.ensembles)
-        on fit's rows; divergence of the members is a FitDivergedError."""
+        """(members, fitted combiner, the record's verdict on it): the fold loop of run_trial
+        (sbfn_dist.combiners.ensembles) on fit's rows; divergence of the members is a
+        FitDivergedError."""
         ens = ENSEMBLES[self._task](cfg, fold)
         [members] = train_together([ens])
         if isinstance(members, TrainingDiverged):
             hint = "" if fold.images is not None else " or init_scale"
             raise FitDivergedError(f"{type(self).__name__} training diverged ({members}) with "
                                    f"lr={cfg.lr}; try a smaller lr{hint}")
-        [(_, _, model, _)] = ens.fit(members)
-        return members, model
+        [(name, _, model, _)] = ens.fit(members)
+        return members, model, ens.verdict(name)
+
+
+def _uninformative(cfg: TrialConfig) -> str:
+    """What an uninformative combiner's fit says, and what to try (UninformativeWarning)."""
+    combiner = cfg.combiners[0]
+    now = ("predicts the class prior instead (head_fallback='prior')"
+           if cfg.get("head_fallback") == "prior" and combiner in LEARNED_HEADS else
+           "predicts no better than the class prior")
+    return (f"SBFNClassifier's {combiner} combiner was right on no more of the rows it was "
+            f"fitted on than their majority class, and {now}: try more epochs or members, "
+            "or combiner='logit_mean'")
 
 
 def _trial_config(s: dict, task: str) -> TrialConfig:
@@ -258,8 +271,8 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
         # The statistics of every row fit is given (a trial's training part is all of X here).
         self.scaler_ = FoldScaler(refuse_constant_target=False).fit(X, y)
         x = self.scaler_.transform_X(X)
-        members, model = self._run_fold(cfg, _fold(cfg, x, self.scaler_.transform_y(y),
-                                                   scaler=self.scaler_))
+        members, model, _ = self._run_fold(cfg, _fold(cfg, x, self.scaler_.transform_y(y),
+                                                      scaler=self.scaler_))
         _check_combiner(cfg, model, _numpy(members.predict(x)))
         self.members_, self.combiner_ = members, model
         return self
@@ -411,7 +424,9 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     `combiner_` (a head module, a tuned temperature, or a fixed rule's name), `scaler_` (tables:
     the FoldScaler of X; None for images), `x_mean_`, `x_scale_` (images: per channel; None for
     tables), `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for
-    images).
+    images), `uninformative_` (fit: True when the combiner was right on no more of the rows it
+    was fitted on than their majority class, as the records' `uninformative` says; fit then
+    warns with an UninformativeWarning).
     """
 
     _task = "classification"
@@ -482,9 +497,12 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         fold = (self._image_fold(cfg, x, codes, rows, held_out) if images else
                 _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                       n_classes=len(self.classes_)))
-        members, combiner = self._run_fold(cfg, fold)
+        members, combiner, verdict = self._run_fold(cfg, fold)
         self.combiner_ = _in_members_dtype(combiner, cfg.dtype, images)
         self.members_ = members
+        self.uninformative_ = bool(verdict.get("uninformative"))
+        if self.uninformative_:
+            warnings.warn(_uninformative(cfg), UninformativeWarning, stacklevel=2)
         return self
 
     def _fit_input(self, X, y, images: bool):
