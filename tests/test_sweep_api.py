@@ -249,7 +249,7 @@ def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys, data_dir):
     (TINY.replace("dataset: diabetes", "dataset: digits"), r"'references' = False .* tabular"),
     (TINY.replace("competitors: [svm_rbf]", "competitors: svm_rbf"), r"a list of model names"),
     (TINY + "  gpus_per_trial: 2\n  num_gpus: 1\n", r"'--gpus-per-trial' = 2"),
-    (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only letters"),
+    (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only ASCII letters"),
     (TINY + "preset:\n  dataset: wine\n", r"preset.dataset: the sweep's dataset is its own"),
     ("- a list\n", r"a sweep file is a mapping of keys"),
     ("dataset: [unclosed\n", r"not valid YAML"),

@@ -171,3 +171,12 @@ def test_a_storage_under_home_is_expanded_where_no_shell_did(monkeypatch, tmp_pa
     monkeypatch.setenv("HOME", str(tmp_path))
     assert SweepOptions(name="s", storage="~/sweeps").storage == f"{tmp_path}/sweeps"
     assert SweepOptions(name="s", storage="s3://bucket/~x").storage == "s3://bucket/~x"
+
+
+def test_a_default_name_from_a_folder_s_name_is_a_name_a_sweep_may_have():
+    """It was refused as "--name 'my pets-smoke' may hold only letters ...", a --name the user
+    never gave."""
+    assert Sweep.from_dict({"dataset": "folder:/data/my pets!", "smoke": True}).options.name \
+        == "my-pets-smoke"
+    with pytest.raises(SbfnError, match="--name 'my pets' may hold only ASCII letters"):
+        Sweep.from_dict({"dataset": "folder:/data/my pets", "name": "my pets"})

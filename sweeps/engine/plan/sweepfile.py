@@ -84,6 +84,13 @@ def _default_name(spec: SweepSpec, label: str | None) -> str:
     return f"{name}-{spec.grid}"
 
 
+def _as_name(derived: str) -> str:
+    """A default name made of a data set's name (folder:imgs/my pets -> "my pets-smoke") as a
+    --name may be: each run of other characters a '-' (it was refused, naming a --name the
+    user never gave)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", derived).strip("_.-") or "sweep"
+
+
 def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dict,
                   command: str) -> SweepOptions:
     """SweepOptions from a sweep's run options by name (a file's keys and resources, a command's
@@ -97,8 +104,9 @@ def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dic
     if "data_dir" in given:
         overrides = {**overrides, "data_dir": given["data_dir"]}
     given = {k: v for k, v in given.items() if k in run_options.DEFAULTS}
-    name = given.pop("name", None) or default_name + ("-smoke" if smoke else "")
+    name = given.pop("name", None) or _as_name(default_name) + ("-smoke" if smoke else "")
     if not NAME.fullmatch(name):
-        raise SbfnError(f"--name '{name}' may hold only letters, digits, '.', '_' and '-'")
+        raise SbfnError(f"--name '{name}' may hold only ASCII letters, digits, '.', '_' and '-', "
+                        "and starts with a letter or a digit")
     # An objective not given stays "": the runner names it (planning.with_objective).
     return SweepOptions(name=name, overrides=overrides, command=command, **given)
