@@ -115,6 +115,17 @@ def test_a_loaded_estimator_is_an_ordinary_one(diabetes, tmp_path):
     assert np.array_equal(loaded.fit(X, y).predict(X), model.predict(X))   # fits again alike
 
 
+def test_a_path_under_home_is_saved_there(diabetes, tmp_path, monkeypatch):
+    """save("~/m") made a folder named "~" in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    model = SBFNRegressor(**FAST).fit(*diabetes)
+    assert model.save("~/m") == tmp_path / "home" / "m" and not (tmp_path / "~").exists()
+    assert np.array_equal(SBFNRegressor.load("~/m").predict(diabetes[0]),
+                          model.predict(diabetes[0]))
+
+
 # ------------------------------------------------------------------------- the format
 def test_the_settings_are_text_and_the_weights_are_tensors_only(diabetes, tmp_path):
     X, y = diabetes

@@ -406,7 +406,7 @@ def save(estimator, path, source: dict | None = None) -> Path:
     """Write the fitted `estimator` to the directory `path` (made, or a saved model there
     replaced); `source`: where it came from (text), kept in the manifest. Returns the path."""
     check_is_fitted(estimator)
-    path = Path(path)
+    path = Path(path).expanduser()      # "~/m" made a folder named "~" (no shell expands it)
     check_target(path)
     parts = Parts()
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION,
@@ -498,6 +498,7 @@ def load(path, *, trust_plugins: bool = False, expect: type | None = None,
     only for models whose source you trust. expect: the class it must be. trust_factories: the
     member factories (package.module:build) that may be imported, by name, where trust_plugins
     is False (a sweep's export trusts those its configuration names, no others)."""
+    path = Path(path).expanduser()
     manifest = read_manifest(path)
     cls = _estimator_class(manifest["estimator"], expect, path)
     loaded = Loaded(_read_tensors(Path(path)),
