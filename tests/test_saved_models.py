@@ -303,6 +303,18 @@ def test_a_scikit_learn_object_of_an_untrusted_type_needs_trust(diabetes, tmp_pa
     assert np.array_equal(loaded.plugins_[0].transform(X), 2 * X)
 
 
+def test_what_no_other_process_can_import_is_refused_at_save(diabetes, tmp_path):
+    """A lambda, a script's own class: saved, then a 12-frame traceback at every load."""
+    X, y = diabetes
+    script = type("Scaled", (FunctionTransformer,), {"__module__": "__main__"})
+    for plugin, kind in ((FunctionTransformer(lambda z: 2 * z), "<lambda>"),
+                         (script(doubled), "__main__.Scaled")):
+        with pytest.raises(saved.SavedModelError, match=f"holds .*{kind}.*, which no other "
+                                                        "process can import"):
+            with_plugin(X, y, plugin.fit(X)).save(tmp_path / "m")
+        assert not (tmp_path / "m").exists()
+
+
 def test_every_loadable_estimator_is_the_one_the_package_exports():
     """saved.ESTIMATORS (the fixed table a manifest may name) and sbfn_dist's lazy exports
     agree, so a saved model loads as the class users import."""

@@ -468,7 +468,20 @@ def _write_sklearn(directory: Path, objects: dict) -> dict:
         sio.dump(obj, directory / file)
         listed[name] = {"file": file, "untrusted_types": sio.get_untrusted_types(
             file=directory / file)}
+        _refuse_unimportable(name, listed[name]["untrusted_types"])
     return listed
+
+
+def _refuse_unimportable(name: str, types: list) -> None:
+    """A type or function skops saves by its module and name that no other process can import
+    (a script's own class, a lambda): saved, it never loaded again (a traceback at load)."""
+    for kind in types:
+        module, _, qualname = kind.rpartition(".")
+        if module == "__main__" or "<lambda>" in kind or "<locals>" in kind:
+            raise SavedModelError(f"{name} holds {kind}, which no other process can import "
+                                  "(defined in a script, a notebook, or as a lambda): define it "
+                                  "in a module of its own (e.g. my_plugins.py) and import it "
+                                  "from there, then fit and save again")
 
 
 # ------------------------------------------------------------------------- load
