@@ -146,6 +146,10 @@ def find_source(given: str) -> Source:
         files = _parquet_files(fs, where)
         if files:
             return Source(fs, files, path, stem)
+    if fs.get_file_info(f"{path}/{SWEEP_FILE}").type == pafs.FileType.File:
+        raise ResultsError(f"{given} is a sweep with no finished fold yet (it was interrupted "
+                           "before one, or is starting): continue it with its command plus "
+                           "--resume, then report it")
     raise ResultsError(f"{given} holds no {RESULTS_FILE} (found: {_listing(fs, path)}); pass "
                        "a sweep's results directory, written by the sweeps runner, or a parquet "
                        "file")

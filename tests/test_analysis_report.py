@@ -120,6 +120,14 @@ def test_one_csv_swept_for_two_targets_is_two_data_sets(tmp_path):
     assert set(one["dataset"]) == {"csv:/d/mine.csv"}
 
 
+def test_a_sweep_without_a_finished_fold_is_told_so(tmp_path):
+    """It was told to "pass a sweep's results directory", which it was."""
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "sweep.json").write_text('{"name": "cut"}')
+    with pytest.raises(ResultsError, match="cut is a sweep with no finished fold yet .*--resume"):
+        load_results(tmp_path / "cut")
+
+
 def test_a_sweep_given_twice_is_refused_in_one_line(sweeps):
     """Read twice, its trials counted twice in the sweeps' table and status.csv."""
     again = f"{sweeps[0]}/./"

@@ -583,3 +583,20 @@ def test_a_resume_on_data_whose_contents_changed_is_refused_before_ray(tmp_path,
     assert f"--resume: {name} has changed since the sweep at {tmp_path / 'edited'} was " \
            "created: its finished folds were computed on the old contents" in err
     assert err.count("\n") == 1 and not ray_connects
+
+
+def test_an_interrupted_sweep_says_what_it_kept(tmp_path):
+    """Interrupted before any fold finished, it said "finished folds are in results.parquet"
+    (none was written)."""
+    from sweeps.commands.common import _what_is_kept
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.plan.planning import SweepOptions
+    opts = SweepOptions(name="cut", storage=str(tmp_path))
+    assert _what_is_kept(opts) == "the sweep had not started; nothing was written"
+    store = ResultStore(str(tmp_path / "cut"))
+    store.create()
+    store.write_spec({"name": "cut", "trial_ids": ["t"]})
+    assert _what_is_kept(opts).startswith("no fold had finished yet; continue with the same "
+                                          "command plus --resume")
+    store.write_part("t", 0, [{"trial_id": "t", "fold": 0, "rmse": 1.0}])
+    assert _what_is_kept(opts).startswith("finished folds are in results.parquet")

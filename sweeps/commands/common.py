@@ -122,12 +122,17 @@ def run(build, argv=None) -> int:
 def _what_is_kept(opts: SweepOptions | None) -> str:
     """What an interrupted command leaves: a sweep that started keeps its finished folds."""
     try:
-        started = opts is not None and result_store(opts).read_spec() is not None
+        store = result_store(opts) if opts is not None else None
+        started = store is not None and store.read_spec() is not None
+        folds = started and store.has_parts()
     except Exception:       # a remote store out of reach: say what holds if it started
-        started = True
-    if started:
+        started = folds = True
+    if folds:
         return ("finished folds are in results.parquet; continue with the same command plus "
                 "--resume")
+    if started:
+        return ("no fold had finished yet; continue with the same command plus --resume (the "
+                "sweep is recorded: without --resume it is refused)")
     return "the sweep had not started; nothing was written"
 
 

@@ -136,6 +136,10 @@ class ResultStore:
         """Every part, or only those of one trial."""
         return self._read_tables(self._part_paths(key))
 
+    def has_parts(self) -> bool:
+        """Some fold's records were written (in parts/, or merged in results.parquet)."""
+        return bool(self._part_paths()) or self.has(RESULTS_FILE)
+
     def _part_paths(self, key: str = "") -> list:
         selector = pafs.FileSelector(f"{self.root}/{PARTS_DIR}", allow_not_found=True)
         prefix = f"{self.root}/{PARTS_DIR}/{key}-" if key else ""
