@@ -49,6 +49,10 @@ CSV = {
     "one_row_class": "a,b,kind\n" + "".join(f"{i},{i % 7},{'u' if i < 1 else 'v'}\n"
                                             for i in range(60)),
     "ok": table(60),
+    # a header the target is not found in, for a reason the columns listed did not say
+    "no_header": table(60).partition("\n")[2],
+    "semicolons": table(60).replace(",", ";"),
+    "spaced_names": table(60).replace("a,b,y", "a , b , y ", 1),
 }
 
 
@@ -96,6 +100,17 @@ COMMANDS = [
      ["--dataset", "{csv:ok}", "--set", "target=y", *SWEEP],
      ["target 'y' of data set 'csv:", "looks continuous (60 distinct values in 60 rows",
       "regress it (python -m sweeps.regression"]),
+    ("a competitor given twice", regression, ["--dataset", "diabetes", *SWEEP, "--competitors",
+                                              "svm_rbf", "svm_rbf"],
+     ["the competitors list svm_rbf twice; give each once"]),
+    ("a CSV without a header row", regression, ["--dataset", "{csv:no_header}", "--set",
+     "target=y", *SWEEP], ["the first row looks like data, not names: add a header row, e.g. "
+                           "x1,x2,y"]),
+    ("a CSV separated by semicolons", regression, ["--dataset", "{csv:semicolons}", "--set",
+     "target=y", *SWEEP], ["pick one of: a;b;y (the file is not comma-separated"]),
+    ("a CSV header with spaces around its names", regression, ["--dataset",
+     "{csv:spaced_names}", "--set", "target=y", *SWEEP],
+     ["its names have spaces around them: remove the spaces"]),
     ("no room for the validation part", classification, ["--dataset", "iris", "--folds", "2",
      "--set", "n_samples=12", *SWEEP], ["val_fraction=0.2 cannot hold out", "6 rows"]),
     ("plugin_folds above a training part's rows", regression, ["--dataset", "diabetes", "--grid",
@@ -300,8 +315,8 @@ ESTIMATOR_CASES = [
      "y given to SBFNClassifier.fit holds one class"),
     ("continuous labels", lambda: SBFNClassifier(**FAST).fit(X, Y), "Unknown label type"),
     ("no room for the held-out part", lambda: SBFNClassifier(combiner="sbfn_stacked", **FAST)
-     .fit(X[:4], LABELS[:4]), "val_fraction=0.2 cannot hold out a stratified part of 4 rows: "
-                              "class 0 has a single row among them"),
+     .fit(X[:4], [0, 0, 0, 1]), "val_fraction=0.2 cannot hold out a stratified part of 4 rows: "
+                                "class 1 has a single row among them"),
     # Both were told to use a larger val_fraction, with a word on folds an estimator lacks.
     ("a held-out part too small for a row of each class", lambda: SBFNClassifier(
         combiner="sbfn_stacked", val_fraction=0.01, **FAST).fit(X, LABELS),

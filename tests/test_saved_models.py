@@ -303,6 +303,18 @@ def test_a_scikit_learn_object_of_an_untrusted_type_needs_trust(diabetes, tmp_pa
     assert np.array_equal(loaded.plugins_[0].transform(X), 2 * X)
 
 
+def test_labels_a_saved_model_cannot_hold_are_refused_naming_them(wine, tmp_path):
+    """Datetime labels fit, then save raised torch's TypeError."""
+    X, y = wine
+    days = np.datetime64("2026-01-01") + np.unique(y, return_inverse=True)[1].astype(
+        "timedelta64[D]")
+    model = SBFNClassifier(**FAST).fit(X, days)
+    with pytest.raises(saved.SavedModelError, match=r"cannot save classes_: an array of "
+                                                    r"datetime64\[D\] values .*y.astype\(str\)"):
+        model.save(tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
 def test_what_no_other_process_can_import_is_refused_at_save(diabetes, tmp_path):
     """A lambda, a script's own class: saved, then a 12-frame traceback at every load."""
     X, y = diabetes

@@ -208,8 +208,8 @@ def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys, r
     store = ResultStore(str(tmp_path / "dmg"))
     store.create()
     trial_ids = [c["trial_id"] for c in plan(smoke(spec), opts)]     # as its first run wrote
-    store.write_spec({"name": "dmg", "trial_ids": trial_ids,
-                      "study": str(study_file(store))})
+    store.write_spec({"name": "dmg", "trial_ids": trial_ids, "search": "optuna",
+                      "n_trials_expected": 2, "study": str(study_file(store))})
     study_file(store).write_bytes(b"\x00garbage")
     assert regression.main([*args, "--resume"]) == 2
     err = capsys.readouterr().err.strip()

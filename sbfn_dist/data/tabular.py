@@ -242,11 +242,36 @@ def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | No
         raise DataError(f"no target column given for CSV file {path}: pass target='COLUMN' "
                         f"(sweeps: --set target=COLUMN) naming one of: {available}")
     if target not in frame.columns:
-        raise DataError(f"target column '{target}' is not in CSV file {path}: pick one of: {available}")
+        raise DataError(f"target column '{target}' is not in CSV file {path}: pick one of: "
+                        f"{available}{_header_hint(frame, target)}")
     if task == "regression":
         numeric_target(frame[target], f"target column '{target}' in {path}",
                        "fix or remove those rows, pick a numeric target, or pass "
                        "task='classification' if it holds class labels")
+
+
+def _header_hint(frame: pd.DataFrame, target: str) -> str:
+    """Why a header may not name the target: the file's first row is data, its separator is
+    not a comma, or its names have spaces around them."""
+    names = [str(c) for c in frame.columns]
+    if all(_is_number(n) for n in names):
+        features = [f"x{i}" for i in range(1, len(names))]
+        shown = features if len(features) <= 3 else [*features[:2], "...", features[-1]]
+        return (" (the first row looks like data, not names: add a header row, e.g. "
+                f"{','.join([*shown, 'y'])})")
+    if len(names) == 1 and any(s in names[0] for s in ";\t|"):
+        return " (the file is not comma-separated: save it with commas between the columns)"
+    if target in (n.strip() for n in names):
+        return " (its names have spaces around them: remove the spaces from the header row)"
+    return ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _load_csv(raw_path: str, target: str | None, task: str) -> TabularData:

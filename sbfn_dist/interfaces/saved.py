@@ -248,6 +248,10 @@ def _encode_dict(value: dict, at: str, parts: Parts) -> dict:
 
 def _encode_array(a: np.ndarray, at: str, parts: Parts) -> dict:
     """Small arrays (and every array of text) inline as their values, others by name."""
+    if a.dtype.kind not in "biufcUSO":      # datetime64 labels: torch's TypeError, no path
+        raise SavedModelError(f"cannot save {at}: an array of {a.dtype} values (a saved model "
+                              "holds numbers, booleans and text): fit on them as text or "
+                              "numbers, e.g. y.astype(str)")
     spec = {"dtype": a.dtype.str, "shape": list(a.shape)}
     if a.dtype.kind in "USO" or (a.size <= INLINE_MAX and _finite(a)):
         return {**spec, "values": [_plain(v, at) for v in a.ravel().tolist()]}

@@ -329,6 +329,11 @@ def _repetition(spec: SweepSpec) -> str:
         again = [v for i, v in enumerate(values) if v in values[:i]]
         if again:
             return f"{name} lists {axis_text(again[0])} twice; give each value once"
+    extra = spec.extra_trials
+    again = [t for i, t in enumerate(extra) if t in extra[:i] and t.get("competitors")]
+    if again:
+        return (f"the competitors list {', '.join(again[0]['competitors'])} twice; give each "
+                "once")
     return "two of its settings plan the same configuration; check the axis values for duplicates"
 
 
