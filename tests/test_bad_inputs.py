@@ -100,6 +100,10 @@ COMMANDS = [
      ["--dataset", "{csv:ok}", "--set", "target=y", *SWEEP],
      ["target 'y' of data set 'csv:", "looks continuous (60 distinct values in 60 rows",
       "regress it (python -m sweeps.regression"]),
+    # ran seed 0 alone and said nothing (the image sweeps' --splits was refused alike)
+    ("seeds with a sampled search", regression, ["--dataset", "diabetes", *SWEEP, "--seeds", "3",
+                                                 "--search", "random", "--num-samples", "2"],
+     ["'--seeds' = 3 is not allowed: 1 with --search random", "--search grid"]),
     ("a competitor given twice", regression, ["--dataset", "diabetes", *SWEEP, "--competitors",
                                               "svm_rbf", "svm_rbf"],
      ["the competitors list svm_rbf twice; give each once"]),

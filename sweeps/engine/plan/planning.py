@@ -303,6 +303,7 @@ def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     """The sweep's plan, every configuration validated once, here: a bad value stops the sweep
     before Ray starts and before its results directory is made."""
     _refuse_sampling_per_fold(spec, opts)
+    _refuse_seeds_in_a_search(spec, opts)
     _refuse_a_grid_of_ranges(spec, opts)
     bounds = at_bounds(spec)        # a sampled sweep's configurations planned ahead
     _note_a_large_grid(bounds, opts)
@@ -343,6 +344,16 @@ def at_bounds(spec: SweepSpec) -> SweepSpec:
     (sbfn_dist/settings/fields.py), so every draw between two valid bounds is valid too."""
     return replace(spec, axes={name: values.bounds() if is_range(values) else values
                                for name, values in spec.axes.items()})
+
+
+def _refuse_seeds_in_a_search(spec: SweepSpec, opts: SweepOptions) -> None:
+    """A sampled search draws the axes' points and runs each with seed 0: more seeds asked of
+    it were dropped without a word (an image sweep's --splits is refused alike, grids.py)."""
+    seeds = spec.repeat_axis.get("seed", ())
+    if opts.search != "grid" and len(seeds) > 1:
+        raise ConfigError("--seeds", len(seeds), f"1 with --search {opts.search} (a sampled "
+                          "search runs each configuration it draws with seed 0 only); leave "
+                          "it out, or run every seed with --search grid")
 
 
 def _refuse_sampling_per_fold(spec: SweepSpec, opts: SweepOptions) -> None:
