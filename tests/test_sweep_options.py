@@ -180,3 +180,20 @@ def test_a_default_name_from_a_folder_s_name_is_a_name_a_sweep_may_have():
         == "my-pets-smoke"
     with pytest.raises(SbfnError, match="--name 'my pets' may hold only ASCII letters"):
         Sweep.from_dict({"dataset": "folder:/data/my pets", "name": "my pets"})
+
+
+def test_smoke_keeps_what_the_command_s_flags_named():
+    """`--smoke --folds 4 --seeds 2 --competitors svm_rbf random_forest` planned 3 folds, one
+    seed and SVM-RBF alone, without a word; what no flag named is shrunk as before."""
+    from sweeps.commands.common import given_to_smoke
+    from sweeps.engine.plan.grids import smoke
+    spec, args, _ = regression.build(["--dataset", "diabetes", "--grid", "demo", "--smoke",
+                                      "--folds", "4", "--seeds", "2", "--competitors", "svm_rbf",
+                                      "random_forest", "--members", "2", "3", "5"])
+    tiny = smoke(spec, given_to_smoke(args))
+    assert tiny.base["folds"] == 4 and tiny.repeat_axis["seed"] == (0, 1)
+    assert [t["competitors"] for t in tiny.extra_trials] == [["svm_rbf"], ["random_forest"]]
+    assert sorted(tiny.axes["n_members"]) == [2, 3, 5] and len(tiny.axes["epsilon"]) == 2
+    assert tiny.base["epochs"] == smoke(spec).base["epochs"] == 2     # not named: shrunk
+    plain = smoke(spec)
+    assert plain.base["folds"] == 3 and plain.repeat_axis["seed"] == (0,)

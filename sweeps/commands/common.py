@@ -93,13 +93,24 @@ def command_line() -> str:
     return " ".join(shlex.quote(a) for a in sys.argv)
 
 
+# A command's flag -> what of the sweep it names, which --smoke keeps as given (grids.smoke).
+SMOKE_KEEPS = {"folds": "folds", "seeds": "seed", "splits": "fold", "members": "n_members",
+               "epsilons": "epsilon", "ensembles": "ensemble", "competitors": "competitors"}
+
+
+def given_to_smoke(args) -> frozenset:
+    """What the command's flags named of the sweep (SMOKE_KEEPS), for smoke to keep."""
+    return frozenset(what for flag, what in SMOKE_KEEPS.items()
+                     if getattr(args, flag, None) is not None)
+
+
 def run(build, argv=None) -> int:
     """`build(argv) -> (spec, args, opts)`; runs it and turns errors into one clear line."""
     opts = None
     try:
         spec, args, opts = build(argv)
         if args.smoke:
-            spec = smoke(spec)
+            spec = smoke(spec, given_to_smoke(args))
         outcome = run_sweep(spec, opts)
         sys.stdout.flush()      # a reader that left (`| head`) shows here, not at Python's exit
     except SbfnError as exc:

@@ -286,15 +286,19 @@ def _check_image(dataset: str) -> None:
                       f"{catalog.own_data('image')}{hint}")
 
 
-def smoke(spec: SweepSpec) -> SweepSpec:
+def smoke(spec: SweepSpec, given: frozenset = frozenset()) -> SweepSpec:
     """A tiny version of the same sweep: two values per axis (a range stays as it is: the
     samples are --num-samples), the first seed or split, one reference and the first competitor
-    (the paper's: SVM-RBF; a user's own is checked too), little data, few epochs (SMOKE)."""
-    axes = {k: v if is_range(v) else tuple(v[:2]) for k, v in spec.axes.items()}
-    extra = spec.extra_trials[:1]
-    return replace(spec, base={**spec.base, **smoke_settings(spec)}, axes=axes, extra_trials=extra,
+    (the paper's: SVM-RBF; a user's own is checked too), little data, few epochs (SMOKE).
+    `given`: what a command's flags named (an axis, "seed" or "fold", "competitors", "folds"),
+    kept as given: `--smoke --seeds 2` runs two seeds (it ran one, without a word)."""
+    axes = {k: v if is_range(v) or k in given else tuple(v[:2]) for k, v in spec.axes.items()}
+    extra = spec.extra_trials if "competitors" in given else spec.extra_trials[:1]
+    settings = {k: v for k, v in smoke_settings(spec).items() if k not in given}
+    return replace(spec, base={**spec.base, **settings}, axes=axes, extra_trials=extra,
                    reference_lr_factors=spec.reference_lr_factors[:1],
-                   repeat_axis={k: tuple(v[:1]) for k, v in spec.repeat_axis.items()})
+                   repeat_axis={k: v if k in given else tuple(v[:1])
+                                for k, v in spec.repeat_axis.items()})
 
 
 def smoke_settings(spec: SweepSpec) -> dict:

@@ -203,7 +203,8 @@ OPTIONS = (
     Option("mlflow", FLAG, True, "do not log to MLflow", flag="--no-mlflow", negated=True),
     Option("verbose", FLAG, False, "show Ray/MLflow/Optuna INFO logs"),
     Option("dry_run", FLAG, False, "list the trials and resources; run nothing", section=None),
-    Option("smoke", FLAG, False, "a tiny version of the same sweep", runner=False),
+    Option("smoke", FLAG, False, "a tiny version of the same sweep (what a command's flags "
+           "name, e.g. --seeds 2, is kept as given)", runner=False),
     Option("data_dir", TEXT, None, "local data directory",
            "SBFN_DATA_DIR, then cache/download", runner=False),
     Option("search", SEARCH, "grid", "grid: every point of the grid; optuna: Optuna's TPE over "
