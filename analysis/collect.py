@@ -268,11 +268,13 @@ def normalise(table: pd.DataFrame, sweep_name: str) -> pd.DataFrame:
     return table
 
 
-def load_sweep(path, relative_to: Path | None = None) -> tuple[pd.DataFrame, SweepInfo]:
+def load_sweep(path, relative_to: Path | None = None,
+               source: Source | None = None) -> tuple[pd.DataFrame, SweepInfo]:
     """One sweep's rows and what the report says about it; with `relative_to` (the report's
-    directory) its location is shown as `published_location` gives it."""
+    directory) its location is shown as `published_location` gives it. `source`: the path's
+    find_source, where the caller found it already."""
     given = str(path)
-    source = find_source(given)
+    source = source or find_source(given)
     table = read_table(source)
     check_columns(table, source.home)
     meta = _sweep_meta(source)
@@ -342,11 +344,11 @@ def load_results(paths, relative_to: Path | None = None) -> Results:
         raise ResultsError("no results path given: pass at least one results/<sweep> directory")
     tables, infos, read = [], [], {}
     for p in paths:
-        home = find_source(str(p)).home
-        if home in read:            # its rows twice: the counts doubled, the means unchanged
-            raise ResultsError(f"{p} is the sweep {read[home]} again: give each sweep once")
-        read[home] = p
-        table, info = load_sweep(p, relative_to)
+        source = find_source(str(p))
+        if source.home in read:     # its rows twice: the counts doubled, the means unchanged
+            raise ResultsError(f"{p} is the sweep {read[source.home]} again: give each sweep once")
+        read[source.home] = p
+        table, info = load_sweep(p, relative_to, source)
         tables.append(table)
         infos.append(info)
     table = _apart_by_target(pd.concat(tables, ignore_index=True))

@@ -228,8 +228,8 @@ def test_a_sweep_listed_in_another_order_resumes(tmp_path):
     opts = SweepOptions(name="x", storage=str(tmp_path))
     configs = plan(spec, opts)
     store = result_store(opts)
-    record = _check_store(store, spec, opts, configs)
+    record = _check_store(store, spec, opts, configs, {})
     store.write_spec({**record, "trial_ids": record["trial_ids"][::-1]})
-    _check_store(store, spec, replace(opts, resume=True), configs)       # no error
+    _check_store(store, spec, replace(opts, resume=True), configs, {})       # no error
     with pytest.raises(SbfnError, match="other settings"):
-        _check_store(store, spec, replace(opts, resume=True), configs[1:])
+        _check_store(store, spec, replace(opts, resume=True), configs[1:], {})

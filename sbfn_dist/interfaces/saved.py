@@ -480,8 +480,7 @@ def _refuse_unimportable(name: str, types: list) -> None:
     """A type or function skops saves by its module and name that no other process can import
     (a script's own class, a lambda): saved, it never loaded again (a traceback at load)."""
     for kind in types:
-        module, _, qualname = kind.rpartition(".")
-        if module == "__main__" or "<lambda>" in kind or "<locals>" in kind:
+        if kind.startswith("__main__.") or "<lambda>" in kind or "<locals>" in kind:
             raise SavedModelError(f"{name} holds {kind}, which no other process can import "
                                   "(defined in a script, a notebook, or as a lambda): define it "
                                   "in a module of its own (e.g. my_plugins.py) and import it "
@@ -518,8 +517,8 @@ def load(path, *, trust_plugins: bool = False, expect: type | None = None,
     path = Path(path).expanduser()
     manifest = read_manifest(path)
     cls = _estimator_class(manifest["estimator"], expect, path)
-    loaded = Loaded(_read_tensors(Path(path)),
-                    _read_sklearn(Path(path), manifest.get("sklearn", {}), trust_plugins),
+    loaded = Loaded(_read_tensors(path),
+                    _read_sklearn(path, manifest.get("sklearn", {}), trust_plugins),
                     trust_plugins, tuple(trust_factories))
     renamed = getattr(cls, "_former_names", {})     # a parameter renamed since it was saved
     params = decode(manifest["params"], loaded)

@@ -16,11 +16,12 @@ from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
 
 
-def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
+def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
     """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
     validated: a dry run makes these checks too (issue 32: it checked neither the data nor
     the networks, and listed trials every one of which the run refused). The results folder is
-    only read here; a run checks it again under its claim (_check_store)."""
+    only read here; a run checks it again under its claim (_check_store). Returns the data's
+    stamps (data_stamps), for sweep.json: a file is read once a run."""
     store = result_store(opts)
     if opts.resume and store.read_spec() is None:
         refuse_while_running(store, opts.name)      # its first run is starting
@@ -30,10 +31,12 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> None:
     _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
-    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs], data_stamps(configs))
+    stamps = data_stamps(configs)
+    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs], stamps)
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
         check_study(store, opts.name, opts.resume)
+    return stamps
 
 
 def dry_run_scope(opts: SweepOptions) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ import uuid
 
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.before_ray import (check_before_ray, data_stamps, dry_run_scope, print_plan,
+from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
                                       refuse_another_sweep, small_space_note, trial_count)
 from sweeps.engine.common.environment import ray_environment
 from sweeps.engine.common.store import RESULTS_FILE, ResultStore
@@ -60,16 +60,16 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
-    check_before_ray(planned.configs, opts)
+    stamps = check_before_ray(planned.configs, opts)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
-        return _claimed(spec, opts, planned, store, held, out)
+        return _claimed(spec, opts, planned, store, held, out, stamps)
 
 
 def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: ResultStore,
-             held: Claim, out) -> SweepOutcome:
+             held: Claim, out, stamps: dict) -> SweepOutcome:
     configs = planned.configs
-    spec_record = _check_store(store, spec, opts, configs)
+    spec_record = _check_store(store, spec, opts, configs, stamps)
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume)
@@ -134,7 +134,8 @@ def _sweep_id(store: ResultStore, opts: SweepOptions) -> dict:
     return {SWEEP_ID: uuid.uuid4().hex[:16]}
 
 
-def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs) -> dict:
+def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, configs,
+                 stamps: dict) -> dict:
     """Refuse to overwrite another sweep or resume a different one (again: now under the
     claim); prove it is writable. `objective` and `ranges` (a range axis as its text) are for
     the report (analysis/)."""
@@ -146,7 +147,7 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
               **({"search_seed": opts.search_seed} if opts.search != "grid" else {}),
-              "data": data_stamps(configs), **_sweep_id(store, opts)}
+              "data": stamps, **_sweep_id(store, opts)}
     refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
     store.create()
     return record

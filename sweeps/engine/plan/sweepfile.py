@@ -36,7 +36,8 @@ from sweeps.engine.plan.sweep_keys import SWEEP_OWN, SweepFileError, checked
 
 # The grid's shape beyond its axes: tables only (an image sweep repeats its holdout splits).
 TABULAR_ONLY = ("grid", "seeds", "references", "competitors", "per_fold")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+NAME_CHARS = "A-Za-z0-9_.-"        # what a sweep's name may hold (a folder's name, an id)
+NAME = re.compile(rf"[A-Za-z0-9][{NAME_CHARS}]*")
 
 
 def build(definition: dict, source: str, label: str | None = None
@@ -88,7 +89,7 @@ def _as_name(derived: str) -> str:
     """A default name made of a data set's name (folder:imgs/my pets -> "my pets-smoke") as a
     --name may be: each run of other characters a '-' (it was refused, naming a --name the
     user never gave)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", derived).strip("_.-") or "sweep"
+    return re.sub(rf"[^{NAME_CHARS}]+", "-", derived).strip("_.-") or "sweep"
 
 
 def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dict,

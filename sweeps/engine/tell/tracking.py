@@ -112,10 +112,16 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None,
                 if key not in experiment.tags:     # a sweep logged before the tag existed
                     client.set_experiment_tag(experiment.experiment_id, key, value)
     except Exception as exc:  # mlflow raises MlflowException, requests errors, sqlite errors
-        raise TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
-                            f"{first_line(exc)}. Check --mlflow-uri (a running server, or "
-                            f"sqlite:///ABSOLUTE/PATH.db), or {otherwise}") from None
+        raise unusable(tracking_uri, exc, otherwise) from None
     return client, experiment.experiment_id
+
+
+def unusable(tracking_uri: str, exc: Exception, otherwise: str = "pass --no-mlflow"
+             ) -> TrackingError:
+    """The store's own error (MlflowException, requests', sqlite's) in one line, and the fix."""
+    return TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
+                         f"{first_line(exc)}. Check --mlflow-uri (a running server, or "
+                         f"sqlite:///ABSOLUTE/PATH.db), or {otherwise}")
 
 
 def parent_runs(client, experiment_id: str) -> list:
@@ -130,9 +136,8 @@ def refuse_another_sweeps_runs(tracking_uri: str, client, experiment_id: str, na
     with client_environment(tracking_uri):
         try:
             runs = parent_runs(client, experiment_id)
-        except Exception as exc:  # as open_experiment: the store's own errors, in a line
-            raise TrackingError(f"cannot use the MLflow tracking store '{tracking_uri}': "
-                                f"{first_line(exc)}") from None
+        except Exception as exc:  # noqa: BLE001 - as open_experiment's
+            raise unusable(tracking_uri, exc) from None
     for run in runs:
         if run.data.tags.get(SWEEP_ID) != sweep_id:
             note = run.data.tags.get("mlflow.note.content", "")
