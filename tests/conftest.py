@@ -11,7 +11,6 @@ import pathlib
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402 - after the thread setting above
-import torch  # noqa: E402
 
 from sweeps.engine.common.environment import RAY_DEFAULTS
 
@@ -20,8 +19,14 @@ from sweeps.engine.common.environment import RAY_DEFAULTS
 for _key, _value in RAY_DEFAULTS.items():
     os.environ.setdefault(_key, _value)
 
-# torch reads OMP_NUM_THREADS at import; one thread even where the shell set another value.
-torch.set_num_threads(1)
+
+def pytest_collection_finish(session):
+    """torch reads OMP_NUM_THREADS at import; one thread even where the shell set another
+    value. Here, in the processes that run tests: xdist's controller collects nothing and never
+    needs torch (2 CPU-s of imports it paid at every run)."""
+    import torch
+    torch.set_num_threads(1)
+
 
 SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

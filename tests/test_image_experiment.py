@@ -38,7 +38,7 @@ def test_mnist_subset_beats_the_majority_class_by_a_wide_margin_for_every_combin
 
 
 def test_cifar10_subset_beats_chance_for_every_combiner(data_dir):
-    records = run_trial(dict(SMALL, dataset="cifar10", data_dir=data_dir, epochs=3,
+    records = run_trial(dict(SMALL, dataset="cifar10", data_dir=data_dir, epochs=2,
                              n_train=2000))
     scores = {r["model"]: r["accuracy"] for r in records}
     assert all(a > 0.15 for a in scores.values()), scores        # chance is 0.10
