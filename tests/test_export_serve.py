@@ -492,6 +492,21 @@ def test_without_a_tracking_store_the_export_says_how_to_log_it(finished, tmp_pa
     assert (tmp_path / "m" / "manifest.json").exists()
 
 
+def test_a_sqlite_store_s_model_files_are_beside_it_not_in_the_working_folder(
+        finished, tmp_path, monkeypatch):
+    """MLflow's default artifact root is ./mlruns of the folder the command ran in: the model's
+    files landed there, wherever the store's file was."""
+    _, _, root = finished
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    code, out, err = export(root, "--out", "m", "--mlflow-uri",
+                            f"sqlite:///{tmp_path}/store/other.db")
+    assert code == 0 and "models:/m-" in out, out + err
+    assert not Path("mlruns").exists()
+    [logged] = (tmp_path / "store" / "mlartifacts" / "models").iterdir()
+    assert any(logged.rglob("MLmodel"))
+
+
 def test_a_password_in_the_tracking_uri_is_never_printed_or_stored(finished, tmp_path):
     _, _, root = finished
     code, out, err = export(root, "--out", tmp_path / "m", "--mlflow-uri",

@@ -4,7 +4,6 @@ Tune's results. Imported by sweep.py once the sweep's environment is set: Ray bi
 that environment says when it is first imported."""
 
 import threading
-from pathlib import Path
 
 import ray
 from ray import tune
@@ -16,6 +15,7 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.records import metric_of
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.tracking_uri import artifacts_beside
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
                                          settings_of, trial_slots)
@@ -115,10 +115,9 @@ def _tune_dir(store: ResultStore) -> str:
 
 
 def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
-    """(tracking URI, artifact location): --mlflow-uri, or sqlite + files in the results dir."""
-    if opts.mlflow_uri:
-        return opts.mlflow_uri, None
-    return f"sqlite:///{store.root}/mlflow.db", Path(store.root, "mlartifacts").as_uri()
+    """(tracking URI, artifact location): --mlflow-uri, or sqlite in the results dir."""
+    uri = opts.mlflow_uri or f"sqlite:///{store.root}/mlflow.db"
+    return uri, artifacts_beside(uri)
 
 
 class _Warming(threading.Thread):

@@ -17,6 +17,7 @@ to pass credentials through MLflow's environment variables in the first place.
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sbfn_dist.errors import SbfnError
@@ -80,6 +81,17 @@ def login(uri: str) -> Login:
 def mask(text: str) -> str:
     """`text` (a command line, an error) with every URI in it in its public form."""
     return URI_WITH_USER.sub(lambda m: public(m.group()), text)
+
+
+def artifacts_beside(uri: str) -> str | None:
+    """Where a new experiment of the store `uri` keeps its artifacts: a sqlite file's in
+    mlartifacts/ beside it, as the sweep's own store in its results directory (MLflow's default,
+    ./mlruns, is the folder the command ran in, wherever the file is); None for a server's, which
+    it chooses. SQLAlchemy's form: sqlite:///relative.db, sqlite:////absolute.db."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(unquote(uri[len("sqlite:///"):].split("?")[0]))
+    return (path.resolve().parent / "mlartifacts").as_uri()
 
 
 def check_tracking_uri(uri: str) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sbfn_dist.interfaces import saved
 from sweeps.engine.common.environment import values_while
-from sweeps.engine.common.tracking_uri import login
-from sweeps.engine.results.recorded import Finished, tracking_store
+from sweeps.engine.common.tracking_uri import artifacts_beside, login
+from sweeps.engine.results.recorded import Finished
 from sweeps.engine.results.refit import Refit
 from sweeps.engine.tell.serving import ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN
 from sweeps.engine.tell.tracking import SweepTracker, client_environment
@@ -33,8 +33,7 @@ def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tag
 
     spec = finished.spec
     sweep = {k: spec[k] for k in ("name", "grid", "dataset", "task")}
-    artifacts = Path(finished.store.root, "mlartifacts").as_uri() if tracking_uri == \
-        tracking_store(finished) else None
+    artifacts = artifacts_beside(tracking_uri)
     example = refit_.example
     with warnings.catch_warnings():
         # MLflow's hint that an integer column cannot hold a missing value: a csv: file's
