@@ -335,6 +335,14 @@ ESTIMATOR_CASES = [
         RNG.normal(size=(10, 8, 8, 3)), np.arange(10) % 2),
      "an array of shape (10, 8, 8, 3) looks channel-last (N, H, W, C): pass "
      "X.transpose(0, 3, 1, 2)"),
+    # a CNN ensemble on flattened images trained MLPs, without a word
+    ("an image ensemble on a table", lambda: SBFNClassifier(ensemble="cnn", **FAST).fit(
+        RNG.normal(size=(10, 64)), np.arange(10) % 2),
+     "X is a table of shape (10, 64); flattened 8x8 images go in as X.reshape(-1, 1, 8, 8)"),
+    # flattened images to predict were told "resize or crop them"
+    ("flattened images to predict", lambda: SBFNClassifier(**FAST).fit(
+        RNG.normal(size=(10, 8, 8)), np.arange(10) % 2).predict(RNG.normal(size=(3, 64))),
+     "got an array of shape (3, 64): pass X.reshape(-1, 1, 8, 8)"),
     ("predict on other features", lambda: SBFNRegressor(**FAST).fit(X, Y).predict(X[:, :2]),
      "X has 2 features, but SBFNRegressor is expecting 3"),
     # scikit-learn's "could not convert string to float: 'x'" named no column (issue 32)
@@ -472,6 +480,9 @@ FLAG_CASES = [
      "unrecognized arguments: --stor"),
     ("trial: an abbreviation", trial_command, ["dataset=diabetes", "--ou", "x.csv"],
      "unrecognized arguments: --ou"),
+    # "" (a variable that was not set) read the data from the working directory
+    ("an empty data folder", regression, ["--data-dir", ""],
+     "argument --data-dir: '' is not a folder's path (was a variable in it unset?)"),
     ("a range to --epsilons", regression, ["--epsilons", "uniform(0, 1)"],
      "argument --epsilons: 'uniform(0, 1)' is a range, but the flag lists values"),
     ("a range to --members", DIGITS, ["--members", "randint(2, 5)"],

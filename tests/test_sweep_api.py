@@ -248,7 +248,15 @@ def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys, data_dir):
     (TINY.replace("dataset: diabetes", "dataset: diabetis"), r"unknown data set 'diabetis'"),
     (TINY.replace("dataset: diabetes", "dataset: digits"), r"'references' = False .* tabular"),
     (TINY.replace("competitors: [svm_rbf]", "competitors: svm_rbf"), r"a list of model names"),
-    (TINY + "  gpus_per_trial: 2\n  num_gpus: 1\n", r"'--gpus-per-trial' = 2"),
+    (TINY + "  gpus_per_trial: 2\n  num_gpus: 1\n", r"'resources.gpus_per_trial' = 2"),
+    # a check the commands share names the file's key, not their flag (was '--objective')
+    (TINY + "objective: sbfn_lss\n", r"'objective' = 'sbfn_lss' is not allowed: one of the "
+                                     r"models .*did you mean 'sbfn_ls'"),
+    # a misspelt axis, named as one (was "config field 'epsilons' = 0", its first value)
+    (TINY.replace("  epsilon:", "  epsilons:"), r"axes.epsilons: no trial setting of this "
+                                               r"name \(did you mean 'epsilon'\?\)"),
+    (TINY + "data_dir: ''\n", r"data_dir = '' is not allowed: a folder's path \(was a "
+                              r"variable in it unset\?\)"),          # was the working directory
     (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only ASCII letters"),
     (TINY + "preset:\n  dataset: wine\n", r"preset.dataset: the sweep's dataset is its own"),
     ("- a list\n", r"a sweep file is a mapping of keys"),

@@ -23,12 +23,15 @@ field's own (PARAMETERS) and each default the field's default for estimators (es
 read into the __init__ signatures below; no other place holds one. They are checked once, at
 fit, as scikit-learn does (__init__ only stores them: clone and set_params must never raise); a
 bad value raises ConfigError naming the parameter, the value and what is allowed. A parameter
-that the combiner or the data kind does not use is ignored (the scikit-learn convention).
+that the combiner or the data kind does not use is ignored (the scikit-learn convention), but
+for SBFNClassifier's `ensemble` given with a table: it names the architecture of image members,
+so the table is most likely flattened images, and the refusal names the reshape.
 """
 
 import copy
 import dataclasses
 import inspect
+import math
 import warnings
 
 import numpy as np
@@ -349,6 +352,30 @@ def _as_images(X: np.ndarray) -> np.ndarray:
     return X
 
 
+def _refuse_image_members(ensemble, shape: tuple) -> None:
+    """`ensemble` names the image members' architecture; given with a table (flattened images,
+    most likely), it would be ignored and MLPs trained: refused, naming the reshape."""
+    side = {c: math.isqrt(int(np.prod(shape[1:])) // c) for c in CHANNELS}
+    fits = [(c, h) for c, h in side.items() if c * h * h == int(np.prod(shape[1:]))]
+    how = ""
+    if fits:
+        c, h = fits[0]
+        how = f"; flattened {h}x{h} images go in as X.reshape(-1, {c}, {h}, {h})" + (
+            f" (channel-last ones as X.reshape(-1, {h}, {h}, {c}).transpose(0, 3, 1, 2))"
+            if c > 1 else "")
+    raise ConfigError("ensemble", ensemble, f"left out for a table (its members are MLPs): "
+                      f"ensemble builds the members of images, (N, H, W) or (N, C, H, W), and "
+                      f"X is a table of shape {tuple(shape)}{how}")
+
+
+def _shape_fix(shape: tuple, image_shape: tuple) -> str:
+    """What turns an array of `shape` into images of `image_shape` (C, H, W): a reshape where
+    each row holds that many values (flattened images), else a resize or crop."""
+    if len(shape) >= 2 and int(np.prod(shape[1:])) == int(np.prod(image_shape)):
+        return f"pass X.reshape(-1, {', '.join(map(str, image_shape))})"
+    return "resize or crop them to the training size"
+
+
 def _refuse_channel_last(shape: tuple) -> None:
     """(N, H, W, C) read as (N, C, H, W) would be H channels of W x C pixels: refused, naming
     the transpose, where the last axis holds channels and the second cannot."""
@@ -483,6 +510,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
 
     def fit(self, X, y):
         images = _is_images(X)
+        if not images and self.ensemble != _CLF["ensemble"]:
+            _refuse_image_members(self.ensemble, np.shape(X))
         cfg = self._settings("image" if images else "tabular")
         X, y = self._fit_input(X, y, images)
         check_classification_targets(y)
@@ -573,8 +602,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         X = _as_images(check_array(X, allow_nd=True, dtype=np.float32))
         if X.shape[1:] != self.image_shape_:
             raise DataError(f"SBFNClassifier was fitted on images of shape (C, H, W) = "
-                            f"{self.image_shape_}, got an array of shape {X.shape}: resize or "
-                            "crop them to the training size")
+                            f"{self.image_shape_}, got an array of shape {X.shape}: "
+                            f"{_shape_fix(X.shape, self.image_shape_)}")
         return X
 
     def predict_proba(self, X) -> np.ndarray:

@@ -55,6 +55,13 @@ def _text(value) -> str:
     raise ValueError
 
 
+def _folder(value) -> str:
+    """A folder's path as text; "" (a variable that was not set) would be the working directory."""
+    if not _text(value).strip():
+        raise ValueError
+    return os.path.expanduser(_text(value))
+
+
 def _is_bool(value) -> bool:
     """True, False or numpy's bool_: never a number here (a YAML `yes` is not 1 CPU)."""
     return type(value).__name__ in ("bool", "bool_")
@@ -101,6 +108,7 @@ def _mapping(value) -> dict:
 
 
 TEXT = Kind("text", _text)
+FOLDER = Kind("a folder's path (was a variable in it unset?)", _folder)
 FLAG = Kind("true or false", _flag)
 INTEGER = Kind("an integer", _integer(), int)
 SEED = Kind(f"an integer in [0, {SEED_LIMIT})", _integer(0, SEED_LIMIT), int)
@@ -205,7 +213,7 @@ OPTIONS = (
     Option("dry_run", FLAG, False, "list the trials and resources; run nothing", section=None),
     Option("smoke", FLAG, False, "a tiny version of the same sweep (what a command's flags "
            "name, e.g. --seeds 2, is kept as given)", runner=False),
-    Option("data_dir", TEXT, None, "local data directory",
+    Option("data_dir", FOLDER, None, "local data directory",
            "SBFN_DATA_DIR, then cache/download", runner=False),
     Option("search", SEARCH, "grid", "grid: every point of the grid; optuna: Optuna's TPE over "
            "its axes; random: random draws of them (a range axis, uniform(0, 1), needs one of "
@@ -235,6 +243,15 @@ def gpu_share(gpus_per_trial: float | None, num_gpus: float) -> float:
     if gpus_per_trial is not None:
         return gpus_per_trial
     return 0.25 if num_gpus else 0.0
+
+
+def file_key_of(field: str) -> str:
+    """A refusal's field as a sweep file names it: --num-gpus is resources.num_gpus there, --seeds
+    seeds; a field that is no flag stays as it is."""
+    if not field.startswith("--"):
+        return field
+    option = next((o for o in OPTIONS if o.flag_name == field), None)
+    return option.file_key if option and option.file_key else field[2:].replace("-", "_")
 
 
 def file_keys(section: str) -> dict:

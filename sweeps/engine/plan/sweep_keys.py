@@ -11,7 +11,7 @@ import yaml
 
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings import catalog
-from sbfn_dist.settings.fields import MEMBER_SEPARATOR
+from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS
 from sweeps.engine.plan import options as run_options
 from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
@@ -147,6 +147,10 @@ def _axis(axis, values) -> list | Range:
         raise SbfnError(f"axes.{axis}: every model of a sweep is scored on the same data and "
                         f"folds (its end table ranks them together), so {axis} cannot be an "
                         f"axis; {NOT_AN_AXIS[axis]}")
+    if axis not in TRIAL_FIELDS:    # else planning names its first value as the field's
+        raise SbfnError(f"axes.{axis}: no trial setting of this name"
+                        f"{did_you_mean(str(axis), TRIAL_FIELDS)}; the settings an axis may "
+                        f"vary, their defaults and where they apply: {LIST_FIELDS_COMMAND}")
     if isinstance(values, str):
         return parse_range(axis, values)
     if not isinstance(values, list) or not values:

@@ -55,6 +55,9 @@ def build(definition: dict, source: str, label: str | None = None
                              command=source)
         opts.validate()
         plan(spec, opts)
+    except ConfigError as exc:      # a check the commands share names their flag: here, the key
+        field = run_options.file_key_of(exc.field)
+        raise SweepFileError(f"{source}: {ConfigError(field, exc.value, exc.allowed)}") from None
     except SbfnError as exc:
         raise SweepFileError(f"{source}: {exc}") from None
     return spec, opts
