@@ -26,6 +26,7 @@ from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
 from sweeps.engine.plan.ranges import Range, parse_range
 from sweeps.engine.plan.planning import plan_sweep
+from sweeps.engine.sweep import expected
 from sweeps.engine.before_ray import print_plan
 from sweeps.engine.run.search import sampled_space
 from tests.sweep_helpers import a_ray
@@ -47,6 +48,15 @@ def sweep(tmp_path, **changes) -> Sweep:
 
 
 # ------------------------------------------------------------------ parsed and checked
+def test_a_sampled_search_expects_its_draws_folds_not_its_bounds(tmp_path):
+    """sweep.json's n_folds_expected (the MLflow tag folds_expected) counted the folds of the
+    configurations planned at the ranges' bounds (4 here), not of the draws."""
+    s = sweep(tmp_path, num_samples=7, axes={**RANGES, "n_members": [2, 3]})
+    planned = plan_sweep(s.spec, s.options)
+    assert len(planned.configs) != 7
+    assert expected(planned.configs, s.options) == (7, 7 * SMALL["folds"])
+
+
 def test_each_range_becomes_the_distribution_optuna_samples():
     axes = {"epsilon": parse_range("epsilon", "uniform(0, 1)"),
             "lr": parse_range("lr", " loguniform( 1e-4 , 0.1 ) "),

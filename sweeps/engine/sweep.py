@@ -139,10 +139,10 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
     """Refuse to overwrite another sweep or resume a different one (again: now under the
     claim); prove it is writable. `objective` and `ranges` (a range axis as its text) are for
     the report (analysis/)."""
+    trials, folds = expected(configs, opts)
     record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
-              "search": opts.search, "n_trials_expected": len(configs) if opts.search == "grid"
-              else opts.num_samples, "trial_ids": [c["trial_id"] for c in configs],
-              "n_folds_expected": sum(len(folds_of(c)) for c in configs),
+              "search": opts.search, "n_trials_expected": trials,
+              "trial_ids": [c["trial_id"] for c in configs], "n_folds_expected": folds,
               "base": shared(spec, opts), "command": opts.command,
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
@@ -151,6 +151,15 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
     refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
     store.create()
     return record
+
+
+def expected(configs: list[dict], opts: SweepOptions) -> tuple[int, int]:
+    """(trials, folds) the sweep runs at most: a grid's configurations, or a sampled search's
+    draws, each with the folds every configuration has (its configurations at the ranges'
+    bounds, planned ahead, are no count of what it runs: 4 of them for 20 draws)."""
+    if opts.search == "grid":
+        return len(configs), sum(len(folds_of(c)) for c in configs)
+    return opts.num_samples, opts.num_samples * len(folds_of(configs[0]))
 
 
 def _study_note(opts: SweepOptions, store: ResultStore) -> str:
