@@ -69,11 +69,19 @@ spec, _, opts = regression.build(args)
 planned = planning.plan_sweep(smoke(spec), opts)
 check_data(planned.configs)
 print(len(planned.configs), "torch" in sys.modules)
+# A worker's first trial imports torch with the collector paused, then freezes what it holds
+# (sweeps/engine/common/collector.py); the collector is as it was, a later trial freezes nothing.
+import gc
+trainable._trial_module()
+frozen = gc.get_freeze_count()
+trainable._trial_module()
+print(gc.isenabled(), frozen, gc.get_freeze_count() - frozen)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
-    n, torch_loaded = out.stdout.split()[-2:]
+    n, torch_loaded, enabled, frozen, again = out.stdout.split()[-5:]
     assert int(n) > 1 and torch_loaded == "False"
+    assert enabled == "True" and int(frozen) > 100_000 and int(again) == 0
 
 
 def test_every_registered_column_is_documented():

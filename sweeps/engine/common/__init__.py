@@ -1,3 +1,4 @@
 """Floor 0 of the engine, what every floor uses: the results directory on any filesystem
 (store.py), the environment a sweep gives Ray (environment.py), the MLflow tracking URI and its
-secrets (tracking_uri.py), and the commands a sweep prints for what to do next (next_steps.py)."""
+secrets (tracking_uri.py), the commands a sweep prints for what to do next (next_steps.py), and
+Python's garbage collector around a trial worker's big imports (collector.py)."""

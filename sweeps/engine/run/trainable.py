@@ -17,6 +17,7 @@ loop, the estimators -- is run/trial.py, imported where a trial runs (the one im
 function on this floor), so that a tabular sweep's driver never loads torch.
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ import tempfile
 
 from ray import tune
 
+from sweeps.engine.common.collector import import_then_freeze
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.planning import Planned, folds_of
 from sweeps.engine.run.summaries import error_line, summarise_pack
@@ -37,6 +39,15 @@ def _quiet_worker_exit(unraisable) -> None:
     if isinstance(unraisable.exc_value, SystemExit):
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _trial_module():
+    """run/trial.py, imported where the trial runs (the docstring): on a worker's first trial
+    with the collector paused, then what the worker holds frozen (common/collector.py)."""
+    first = "sweeps.engine.run.trial" not in sys.modules
+    with import_then_freeze() if first else contextlib.nullcontext():
+        from sweeps.engine.run import trial  # torch: here, where the trial runs (the docstring)
+    return trial
 
 
 def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective: str,
@@ -52,7 +63,7 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     configs = plan.configs_of(params)
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint saved" per fold
     sys.unraisablehook = _quiet_worker_exit
-    from sweeps.engine.run import trial  # torch: here, where the trial runs (the docstring)
+    trial = _trial_module()
     store = ResultStore(results_uri)
     trial.prepared(store, configs, gpu_fraction, threads)
     keep = trial.keeper(store, keep_model)
