@@ -355,12 +355,13 @@ def _as_images(X: np.ndarray) -> np.ndarray:
 def _refuse_image_members(ensemble, shape: tuple) -> None:
     """`ensemble` names the image members' architecture; given with a table (flattened images,
     most likely), it would be ignored and MLPs trained: refused, naming the reshape."""
-    side = {c: math.isqrt(int(np.prod(shape[1:])) // c) for c in CHANNELS}
-    fits = [(c, h) for c, h in side.items() if c * h * h == int(np.prod(shape[1:]))]
+    values = int(np.prod(shape[1:]))
+    square = [(c, math.isqrt(values // c)) for c in CHANNELS
+              if c * math.isqrt(values // c) ** 2 == values]
     how = ""
-    if fits:
-        c, h = fits[0]
-        how = f"; flattened {h}x{h} images go in as X.reshape(-1, {c}, {h}, {h})" + (
+    if square:
+        c, h = square[0]
+        how = f"; flattened {h}x{h} images go in as {_reshape((c, h, h))}" + (
             f" (channel-last ones as X.reshape(-1, {h}, {h}, {c}).transpose(0, 3, 1, 2))"
             if c > 1 else "")
     raise ConfigError("ensemble", ensemble, f"left out for a table (its members are MLPs): "
@@ -372,8 +373,13 @@ def _shape_fix(shape: tuple, image_shape: tuple) -> str:
     """What turns an array of `shape` into images of `image_shape` (C, H, W): a reshape where
     each row holds that many values (flattened images), else a resize or crop."""
     if len(shape) >= 2 and int(np.prod(shape[1:])) == int(np.prod(image_shape)):
-        return f"pass X.reshape(-1, {', '.join(map(str, image_shape))})"
+        return f"pass {_reshape(image_shape)}"
     return "resize or crop them to the training size"
+
+
+def _reshape(image_shape: tuple) -> str:
+    """The call that makes rows of flattened images into images of `image_shape` (C, H, W)."""
+    return f"X.reshape(-1, {', '.join(map(str, image_shape))})"
 
 
 def _refuse_channel_last(shape: tuple) -> None:

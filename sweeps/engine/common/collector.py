@@ -4,8 +4,8 @@ Importing torch, scikit-learn and Ray Tune makes a few hundred thousand long-liv
 next to no garbage, and the collector, run every 700 new objects, walks the growing heap again
 and again: 0.66 of the 3.3 CPU-s a trial worker spends importing what it trains with (879
 collections). Paused for the import, it would walk it all once at its next full collection;
-frozen after it, never: a trial worker's CPU for a tiny sweep 4.50 -> 3.78 s (docs/benchmarks.md
-§11.7). Frozen objects are never collected, so the garbage the import left is kept (a little,
+frozen after it, never: a worker's imports and a tiny trial's kind of work 4.98 -> 3.31 CPU-s
+(docs/benchmarks.md §11.7). Frozen objects are never collected, so the garbage the import left is kept (a little,
 once); only a process the sweep owns does this (a trial worker; the test processes): a user's
 own process, a notebook's, keeps its collector as it was.
 """

@@ -57,9 +57,10 @@ def _text(value) -> str:
 
 def _folder(value) -> str:
     """A folder's path as text; "" (a variable that was not set) would be the working directory."""
-    if not _text(value).strip():
+    text = _text(value)
+    if not text.strip():
         raise ValueError
-    return os.path.expanduser(_text(value))
+    return os.path.expanduser(text)
 
 
 def _is_bool(value) -> bool:
