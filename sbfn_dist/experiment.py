@@ -25,7 +25,7 @@ from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.folds import check_parts, load_data, make_parts, pack_key, resolved
 from sbfn_dist.learners.training import TrainingDiverged
-from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics
+from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics, reliability
 from sbfn_dist.runtime import fold_seed, resolve_device
 
 
@@ -56,7 +56,7 @@ class Fold:
         """The task's scores of predictions on the test part, in the target's own units."""
         if self.task == "regression":
             return regression_metrics(self.y_test, self.scaler.inverse_y(pred))
-        return classification_scores(pred, self.y_test)
+        return {**classification_scores(pred, self.y_test), **reliability(pred, self.y_test)}
 
 
 def run_trial(config) -> list[dict]:

@@ -18,6 +18,7 @@ from sbfn_dist.learners.geometry import CrossEntropy, SquaredLoss
 from sbfn_dist.settings.records import DIAGNOSTICS
 
 PROB_FLOOR = 1e-12          # probabilities are clipped here before a log (finite NLL)
+ECE_BINS = 15               # Guo et al. 2017's M = 15 equal-width confidence bins
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,15 +201,21 @@ def accuracy(probs, y) -> float:
     return float((np.asarray(probs).argmax(1) == np.asarray(y)).mean())
 
 
-def expected_calibration_error(probs, y, n_bins: int = 15) -> float:
-    """Guo et al. 2017: confidence = max_c p_ic, n_bins equal-width bins (lo, hi] on [0, 1],
-    ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|."""
+def calibration_bins(probs, y, n_bins: int = ECE_BINS) -> tuple:
+    """Guo et al. 2017's reliability bins of (N, C) probabilities: confidence = max_c p_ic in
+    n_bins equal-width bins (lo, hi] on [0, 1]; per bin (rows, summed confidence, rows right)."""
     probs = np.asarray(probs, dtype=np.float64)
     conf, correct = probs.max(1), probs.argmax(1) == np.asarray(y)
     b = np.clip(np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1), conf, side="left") - 1,
                 0, n_bins - 1)
-    gap = np.abs(np.bincount(b, correct, n_bins) - np.bincount(b, conf, n_bins))
-    return float(gap.sum() / len(conf))            # sum_b n_b/N |acc_b - conf_b| = sum_b |S_b|/N
+    return (np.bincount(b, minlength=n_bins), np.bincount(b, conf, n_bins),
+            np.bincount(b, correct, n_bins))
+
+
+def expected_calibration_error(probs, y, n_bins: int = ECE_BINS) -> float:
+    """Guo et al. 2017: ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)| over calibration_bins."""
+    count, conf, right = calibration_bins(probs, y, n_bins)
+    return float(np.abs(right - conf).sum() / count.sum())   # sum_b n_b/N |acc_b - conf_b|
 
 
 # ----------------------------------------------------------------------------------------------

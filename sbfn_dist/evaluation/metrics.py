@@ -1,9 +1,11 @@
 """Test scores of a task: regression in the target's own units, classification from probabilities.
 A missing or non-finite prediction scores NaN."""
 
+import json
+
 import numpy as np
 
-from sbfn_dist.evaluation.diagnostics import expected_calibration_error, nll
+from sbfn_dist.evaluation.diagnostics import calibration_bins, expected_calibration_error, nll
 from sbfn_dist.settings.tasks import TASKS
 
 
@@ -27,3 +29,16 @@ def classification_scores(probs: np.ndarray, y: np.ndarray) -> dict:
         return {k: float("nan") for k in names}
     return {"accuracy": float((probs.argmax(1) == y).mean()), "nll": float(nll(probs, y)),
             "ece": float(expected_calibration_error(probs, y))}
+
+
+def reliability(probs: np.ndarray, y: np.ndarray) -> dict:
+    """The record's `reliability` column of (N, C) probabilities: their calibration_bins as JSON
+    {"count": rows, "confidence": summed confidence, "correct": rows right} per bin, which the
+    report sums over folds into a reliability diagram (docs/results-table.md); none for member
+    probabilities (N, M, C) or non-finite ones."""
+    if probs.ndim != 2 or not np.isfinite(probs).all():
+        return {}
+    count, conf, right = calibration_bins(probs, y)
+    return {"reliability": json.dumps({"count": count.tolist(),
+                                       "confidence": [round(float(c), 6) for c in conf],
+                                       "correct": right.astype(int).tolist()})}

@@ -35,6 +35,7 @@ MODEL_LABELS = {
     # heterogeneous hypothesis sets (beyond the paper, docs/method.md)
     "sbfn_rbf": "s-BFN multivariate RBF (K by inner CV)", "stack_ridge": "Stacking (RidgeCV)",
     "stack_nnls": "Stacking (NNLS)", "stack_logistic": "Stacking (logistic)",
+    "ensemble_selection": "Ensemble selection (Caruana)",
     "best_single": "Best single (inner CV)",
     # the estimators registry: the paper's competitors, then the others
     "svm_rbf": "SVM-RBF", "random_forest": "Random forest", "gradient_boosting": "Gradient boosting",
@@ -50,7 +51,8 @@ MODEL_LABELS = {
 @dataclass(frozen=True)
 class Column:
     name: str
-    # identity | config | setting | data | score | diagnostic | member | timing | size | status
+    # identity | config | setting | fitted | data | score | diagnostic | member | timing | size |
+    # status
     kind: str
     doc: str = ""
     hyper: bool = False   # a hyper-parameter: configurations are compared over it
@@ -76,6 +78,10 @@ def _columns() -> dict:
         Column("n_test", "data", "rows every model is scored on"),
         Column("status", "status", "ok, diverged or failed"),
         Column("error", "status", "why the status is not ok"),
+        Column("weights", "fitted", "the combiner's fitted weight of each hypothesis, JSON "
+               "{column: weight} (ensemble_selection: selection counts / rounds; stack_nnls)"),
+        Column("reliability", "fitted", "classification rows: the test part's confidence bins "
+               "(Guo et al. 2017), JSON of count, summed confidence and rows right per bin"),
         Column("uninformative", "status", "classification combiners: right on no more of the "
                "rows it was fitted on than the constant guess (docs/method.md)"),
         Column("members_train_seconds", "timing", "training the M members once (in a pack: "

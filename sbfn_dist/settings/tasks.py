@@ -48,6 +48,15 @@ SBFN_FORMS = (*CLOSED_FORM, *ITERATIVE, "sbfn_rbf", *SBFN_HEADS)
 # each name; competitors and plug-ins may also be any estimator named by its import path.
 COMPETITORS = ("svm_rbf", "random_forest", "gradient_boosting")
 ESTIMATORS = (*COMPETITORS, "extra_trees", "hist_gradient_boosting", "knn", "ridge", "mlp")
+# The combiners practitioners ship, which every default comparison shows beside the s-BFN
+# (issue 46; docs/method.md, "The practitioners' combiners"): Caruana et al.'s (2004) greedy
+# ensemble selection with replacement (auto-sklearn, AutoGluon's WeightedEnsemble), NNLS
+# stacking (Breiman 1996; the Super Learner's default), and the ridge / logistic stacker
+# (scikit-learn's StackingRegressor / StackingClassifier final step); and the best single
+# hypothesis chosen on the rows the stackers fit on, the floor every combiner must clear.
+ANCHORS = {"regression": ("ensemble_selection", "stack_nnls", "stack_ridge"),
+           "classification": ("ensemble_selection", "stack_nnls", "stack_logistic")}
+BEST_SINGLE = "best_single"
 # Scores where larger is better (every other score is an error or a loss).
 HIGHER_IS_BETTER = ("accuracy", "r2")
 
