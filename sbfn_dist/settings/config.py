@@ -16,7 +16,7 @@ from sbfn_dist.errors import ConfigError, did_you_mean
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRIAL_FIELDS, Ctx,
                                        Items, refusal)
-from sbfn_dist.settings.tasks import STACKED, TASKS, Task
+from sbfn_dist.settings.tasks import TASKS, Task
 
 
 class TrialConfig:
@@ -88,7 +88,7 @@ class TrialConfig:
 
     def uses_validation(self) -> bool:
         """Some combiner fits on a validation part held out from the members."""
-        return any(c in STACKED for c in self.combiners)
+        return Ctx(self._values).stacks()
 
     def fold_indices(self) -> list:
         """The folds this trial runs: the one it names, or all of them."""
@@ -175,3 +175,4 @@ def _cross_checks(v: dict) -> None:
     n_folds = 1 if v["split"] == "fixed" else v["folds"]
     if v["fold"] is not None and v["fold"] >= n_folds:
         raise ConfigError("fold", v["fold"], f"an index in [0, {n_folds}) or None for all folds")
+

@@ -26,7 +26,8 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.settings.imports import (estimator_class, import_estimator, import_factory,
                                         is_factory_path)
 from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS,
-                                      PLUGIN_HEADS, SBFN_HEADS, STACKED, TASKS)
+                                      PLUGIN_HEADS, SBFN_HEADS, STACKED, STACKED_HEADS,
+                                      TASKS)
 
 # ------------------------------------------------------------------------- vocabularies
 # The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.
@@ -58,6 +59,7 @@ HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
 PLUGIN_TUNINGS = ("default", "inner_cv")
 RBF_WIDTHS = ("nearest", "rms")
+SELECTION_METRICS = ("log_loss", "accuracy")
 SEED_LIMIT = 2 ** 32        # numpy's range for integer seeds; keeps torch's derived seeds in range
 
 
@@ -233,6 +235,11 @@ class Ctx:
         """Some combiner of the trial (or the estimator's one) is among `combiners`."""
         ran = (self.values.get("combiner"),) if self.estimator else self.values.get("combiners", ())
         return any(c in combiners for c in ran)
+
+    def stacks(self) -> bool:
+        """A classification combiner fits on a validation part held out from the members
+        (regression's combiners of the same names fit on the training part's D)."""
+        return not self.regression and self.uses(*STACKED)
 
     def scopes(self) -> tuple:
         return (f"{self.modality} {self.task}", self.task, self.modality)
@@ -517,6 +524,16 @@ FIELDS = [
               "cluster's RMS radius"),
     Field("inner_folds", Int(2), 5, lambda ctx: ctx.uses("sbfn_rbf"), "the sbfn_rbf combiner",
           doc="inner folds of the training part that choose sbfn_rbf's K and lambda2"),
+    # ensemble_selection (docs/method.md, "The practitioners' combiners"): Caruana et al.'s
+    # rounds R; 50 is auto-sklearn's ensemble_size. Regression minimises the squared error.
+    Field("selection_rounds", Int(1), 50, lambda ctx: ctx.uses("ensemble_selection"),
+          "the ensemble_selection combiner",
+          doc="R, the greedy rounds (with replacement): weights are selection counts / R"),
+    Field("selection_metric", OneOf(SELECTION_METRICS), "log_loss",
+          lambda ctx: ctx.uses("ensemble_selection") and not ctx.regression,
+          "classification trials with the ensemble_selection combiner",
+          doc="the loss its greedy rounds minimise on the validation part: log_loss, or "
+              "accuracy (its error rate)"),
     Field("temperature", Real(0, lo_open=True), 3.0, lambda ctx: ctx.uses(*SBFN_HEADS),
           "the s-BFN classification heads (sbfn, sbfn_stacked)", doc="T"),
     Field("sbfn_units_per_member", Int(1, note="K = k * M"), 4, lambda ctx: ctx.uses(*SBFN_HEADS),
@@ -536,15 +553,15 @@ FIELDS = [
           doc="prior: a head right on no more of the rows it was fitted on than their majority "
               "class predicts their class prior (the constant guess); none: its own output"),
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
-          lambda ctx: ctx.uses("sbfn_stacked", "moe_stacked"), "the stacked heads"),
+          lambda ctx: ctx.uses(*STACKED_HEADS), "the stacked heads"),
     # --- the validation part that stacked combiners fit on
     Field("n_val", Maybe(Int(1), "10% of the official training images, at least one of every "
                             "class"), None,
-          lambda ctx: ctx.image and ctx.uses(*STACKED),
-          "image trials with a stacked combiner (sbfn_stacked, moe_stacked, logit_mean_tuned)",
+          lambda ctx: ctx.image and ctx.stacks(),
+          f"image trials with a stacked combiner ({', '.join(STACKED)})",
           hyper=False, record=False),
     Field("val_fraction", Real(0, 1, lo_open=True, hi_open=True), 0.2,
-          lambda ctx: ctx.tabular and ctx.uses(*STACKED),
+          lambda ctx: ctx.tabular and ctx.stacks(),
           "tabular classification with a stacked combiner", hyper=False,
           doc="share of each training part held out for the stacked combiners"),
     # --- competitors
