@@ -108,7 +108,7 @@ def test_a_competitors_only_trial_refuses_plugins_unless_they_are_a_shared_setti
     # shared setting (optional) they are dropped from that trial, and its records say nothing.
     config = {"dataset": "diabetes", "folds": 3, "fold": 0, "plugin_members": ["random_forest"],
               "combiners": [], "competitors": ["gradient_boosting"], "competitor_grid": "default"}
-    with pytest.raises(ConfigError, match="plugin_members.*regression trials that train members"):
+    with pytest.raises(ConfigError, match="plugin_members.*regression trials with a combiner"):
         TrialConfig.from_dict(config)
     cfg = TrialConfig.from_dict(config, optional=["plugin_members"])
     records = run_trial(cfg)

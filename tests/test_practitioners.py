@@ -1,8 +1,9 @@
 """The practitioners' combiners (issue 46; docs/method.md, "The practitioners' combiners"):
 Caruana et al.'s greedy ensemble selection, NNLS stacking of probabilities, the best single
 hypothesis -- by hand on tiny matrices, against scipy, and in trials of both tasks, with their
-`weights` recorded."""
+`weights` recorded; and trials of the plug-ins alone (n_members: 0)."""
 
+import io
 import json
 
 import numpy as np
@@ -21,7 +22,9 @@ from sbfn_dist.experiment import run_trial, run_trials
 from sbfn_dist.interfaces.stacking import COMBINERS, SBFNStackingClassifier
 from sbfn_dist.settings import records
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.tasks import PRACTITIONERS
+from sbfn_dist.settings.tasks import PLUGIN_HEADS, PRACTITIONERS, TASKS
+from sweeps import Sweep
+from sweeps.engine.plan.sweep_keys import SweepFileError
 
 WEIGHTED = ("ensemble_selection", "stack_nnls", "best_single")
 # float64 sums of a few weights: exact up to a few ulps.
@@ -229,8 +232,67 @@ def test_the_accuracy_variant_is_a_setting_of_its_own():
     assert all(w * 5 == int(w * 5) for w in weights_of(record).values())   # counts / 5
 
 
-# ------------------------------------------------------------------------- settings
+# ------------------------------------------------------------------------- no members
+PLUGINS = ["ridge", "knn"]
+
+
+@pytest.mark.parametrize("dataset, score, combiners", [
+    ("diabetes", "rmse", None), ("wine", "nll", list(PLUGIN_HEADS))])
+def test_a_trial_of_the_plugins_alone(dataset, score, combiners):
+    """n_members: 0 -- D is the plug-ins' columns (classification: on the validation part,
+    which still exists); no member summary is recorded; best_single predicts exactly as the
+    plug-in it chose, whose competitor row is the same refit."""
+    config = {"dataset": dataset, "folds": 2, "fold": 0, "n_members": 0,
+              "plugin_members": PLUGINS, "competitors": []}
+    if combiners:
+        config["combiners"] = combiners
+    recs = {r["model"]: r for r in run_trial(config)}
+    task = TASKS[recs["best_single"]["task"]]
+    assert set(recs) == set(config.get("combiners") or task.combiners) | set(PLUGINS)
+    for name, record in recs.items():
+        records.check(record)
+        assert record["status"] == "ok", (name, record["error"])
+        assert not any(k.startswith(("member_", "bregman_")) for k in record), name
+    for name in WEIGHTED:
+        w = weights_of(recs[name])
+        assert list(w) == PLUGINS and min(w.values()) >= 0
+    for name in ("ensemble_selection", "best_single"):
+        assert sum(weights_of(recs[name]).values()) == pytest.approx(1.0, abs=SUM_TOLERANCE)
+    chosen = next(n for n, w in weights_of(recs["best_single"]).items() if w == 1.0)
+    assert recs["best_single"][score] == recs[chosen][score]
+    assert recs["best_single"]["n_params_members"] == 0
+    assert recs["best_single"]["plugin_seconds"] > 0
+    if task.name == "classification":
+        assert recs["stack_nnls"]["n_val"] > 0
+    else:
+        assert recs["g1"]["online_regime"] == "plug_in"     # no member stream to replay
+
+
+def test_a_sweep_of_the_plugins_alone_plans_without_an_epsilon(tmp_path):
+    """A sweep file's n_members axis takes 0 (the trials' own check refuses it without
+    plug-ins); the plan names the hypotheses of such a trial, nothing runs."""
+    path = tmp_path / "alone.yaml"
+    path.write_text("dataset: diabetes\nfolds: 3\naxes: {n_members: [0]}\n"
+                    "settings: {plugin_members: [ridge, knn]}\ncompetitors: []\n"
+                    f"storage: {tmp_path / 'out'}\nmlflow: false\n")
+    out = io.StringIO()
+    configs = Sweep.from_yaml(path).dry_run(out)
+    [alone] = [c for c in configs if c["extra"]["role"] == "ensemble"]
+    assert alone["n_members"] == 0 and "epsilon" not in alone
+    assert "M=0 plug-ins=ridge,knn role=ensemble" in out.getvalue()
+    path.write_text(path.read_text().replace("settings: {plugin_members: [ridge, knn]}\n", ""))
+    with pytest.raises(SweepFileError, match="alone.yaml: .*'n_members' = 0.*0 with plugin_"):
+        Sweep.from_yaml(path)
+
+
 @pytest.mark.parametrize("config, field, says", [
+    ({"n_members": 0}, "n_members", "0 with plugin_members"),
+    ({"dataset": "wine", "n_members": 0, "plugin_members": PLUGINS}, "combiners",
+     "'sbfn', 'moe', 'logit_mean'"),
+    ({"dataset": "digits", "n_members": 0}, "n_members", "takes no plug-ins"),
+    ({"n_members": 0, "plugin_members": PLUGINS, "online_regime": "on_the_fly"},
+     "online_regime", "no member stream"),
+    ({"n_members": 0, "plugin_members": PLUGINS, "epsilon": 0.3}, "epsilon", "train members"),
     ({"combiners": ["sbfn_ls"], "selection_rounds": 10}, "selection_rounds",
      "ensemble_selection"),
     ({"selection_metric": "accuracy"}, "selection_metric", "classification"),

@@ -23,8 +23,8 @@ guess instead (`head_fallback`). `fitted_columns` gives a fitted combiner's reco
 judgement, and what its fit chose (a weighted combiner's `weights`).
 
 An ensemble's plug-ins are its config's (plugin_members), or the ones it is given (PluginSet:
-the stacking estimators' own models). With n_members = 0 (those estimators' default) nothing
-trains: D holds the plug-ins' hypotheses only (NoMembers).
+the stacking estimators' own models). With n_members = 0 (those estimators' default; a trial
+with plugin_members) nothing trains: D holds the plug-ins' hypotheses only (NoMembers).
 
 train_together trains the members of several ensembles of one fold (tabular trials that share
 sbfn_dist.learners.training.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
@@ -96,7 +96,7 @@ class RegressionEnsemble:
 
     def __init__(self, cfg, fold, plugins: PluginSet | None = None):
         self.cfg, self.fold, self.seed = cfg, fold, fold.seed
-        self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared")
+        self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared") if cfg.n_members else None
         self.plugins = trial_plugins(cfg, fold.seed, "regression") if plugins is None else plugins
         self.online = [n for n in cfg.combiners if n in ITERATIVE]
         self.wants_stream = bool(self.online) and cfg.online_regime == "on_the_fly"
@@ -186,12 +186,16 @@ class RegressionEnsemble:
         return model.predict(d_test)
 
     def summary(self, members, d_test) -> dict:
-        """Member scores and diagnostics on the test part (plug-in columns excluded)."""
+        """Member scores and diagnostics on the test part (plug-in columns excluded; none
+        without members)."""
+        out = {"plugin_seconds": self.plug.fit_seconds,
+               "flops_per_example": members.flops_per_example(self.fold.x_test)}
+        if not self.cfg.n_members:
+            return out
         preds = self.fold.scaler.inverse_y(d_test[:, :self.cfg.n_members].T).T
         rmse = np.sqrt(((preds - self.fold.y_test[:, None]) ** 2).mean(0))
-        return {"member_rmse_mean": float(rmse.mean()), "member_rmse_min": float(rmse.min()),
-                "member_rmse_max": float(rmse.max()), "plugin_seconds": self.plug.fit_seconds,
-                "flops_per_example": members.flops_per_example(self.fold.x_test),
+        return {**out, "member_rmse_mean": float(rmse.mean()), "member_rmse_min": float(rmse.min()),
+                "member_rmse_max": float(rmse.max()),
                 **regression_diagnostics(preds, self.fold.y_test)}
 
     def extra_seconds(self) -> float:
@@ -216,7 +220,9 @@ class ClassificationEnsemble:
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
         self.n_outputs = fold.n_classes
         images = fold.images is not None
-        self.mcfg = seeded_mlp_config(cfg, fold.seed, "cross_entropy") if not images else None
+        trains = bool(cfg.n_members)
+        self.mcfg = (seeded_mlp_config(cfg, fold.seed, "cross_entropy") if trains and not images
+                     else None)
         self.ccfg = seeded_cnn_config(cfg, fold.seed) if images else None
         self.plugins = (trial_plugins(cfg, fold.seed, "classification") if plugins is None
                         else plugins)
@@ -330,16 +336,19 @@ class ClassificationEnsemble:
         return combine(model, logits, d[:, :reads]).detach().cpu().numpy()
 
     def summary(self, members, test) -> dict:
-        """Member scores and diagnostics on the test part (plug-ins excluded)."""
+        """Member scores and diagnostics on the test part (plug-ins excluded; none without
+        members)."""
+        out = {"flops_per_example": members.flops_per_example(self.fold.x_test),
+               **({"plugin_seconds": self.plug.fit_seconds} if self.plug else {})}
+        if not self.cfg.n_members:
+            return out
         logits, d = test
         p = d[:, :self.cfg.n_members].cpu().numpy()
         y = self.fold.y_test
         acc = (p.argmax(2) == y[:, None]).mean(0)
-        return {"member_accuracy_mean": float(acc.mean()), "member_accuracy_min": float(acc.min()),
-                "member_accuracy_max": float(acc.max()),
-                "flops_per_example": members.flops_per_example(self.fold.x_test),
-                **classification_diagnostics(p, y),
-                **({"plugin_seconds": self.plug.fit_seconds} if self.plug else {})}
+        return {**out, "member_accuracy_mean": float(acc.mean()),
+                "member_accuracy_min": float(acc.min()),
+                "member_accuracy_max": float(acc.max()), **classification_diagnostics(p, y)}
 
     def extra_seconds(self) -> float:
         return self.plug.fit_seconds if self.plug else 0.0
@@ -355,6 +364,7 @@ class NoMembers:
     D holds the plug-ins' hypotheses only; what TrainedMembers gives a fold's combiners."""
 
     seconds, n_parameters, packed_members, engine = 0.0, 0, 0, "eager"
+    DTYPE = "float64"       # D's dtype where no member sets one: the plug-ins' own
 
     def __init__(self, task: str, n_outputs: int, dtype: str):
         self.geometry = GEOMETRIES[TASKS[task].geometry]
@@ -436,7 +446,8 @@ def train_together(ensembles: list) -> list:
 
 
 def _without_members(ens) -> NoMembers:
-    members = NoMembers(ens.cfg.task, ens.n_outputs, ens.cfg.dtype)
+    # A trial of M = 0 has no member dtype: D is the plug-ins' float64 (NoMembers.DTYPE).
+    members = NoMembers(ens.cfg.task, ens.n_outputs, ens.cfg.get("dtype", NoMembers.DTYPE))
     ens.adopt(members)
     return members
 

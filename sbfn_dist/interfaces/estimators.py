@@ -54,7 +54,8 @@ from sbfn_dist.learners.cnn import MIN_SIZE
 from sbfn_dist.learners.training import CNNConfig, TrainingDiverged
 from sbfn_dist.runtime import resolve_device
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.fields import TRIAL_FIELDS, Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.settings.fields import (TRIAL_FIELDS, Ctx, Int, Items, Maybe, OneOf, defaults,
+                                       field)
 from sbfn_dist.settings.tasks import ITERATIVE, LEARNED_HEADS, TASKS
 
 # The classifier offers every classification combiner but base_avg: that one scores each member
@@ -139,7 +140,8 @@ def _trial_config(s: dict, task: str) -> TrialConfig:
     deterministic), the device resolved. CNN steps run fp32, eager and uncompiled on every device
     (CNNConfig's own defaults): an estimator's fit does not depend on a GPU's bf16."""
     values = {n: v for n, v in s.items() if n in TRIAL_FIELDS}
-    values.update({n: field(n).default for n in LOOP_ONLY})
+    ctx = Ctx({"task": task}, estimator=True)
+    values.update({n: field(n).default_for(ctx) for n in LOOP_ONLY})
     values.update(task=task, combiners=(s["combiner"],), seed=s["random_state"] or 0,
                   device=resolve_device(s["device"]), precision=CNNConfig.precision,
                   step_engine=CNNConfig.engine, step_compile=CNNConfig.compile)
@@ -671,9 +673,12 @@ def estimator_from_fold(config: dict, combiner: str, combiner_params: dict, fold
 
 def _constraint(name: str):
     """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
-    is one value here, and the combiner one of COMBINERS of the estimator's task."""
+    is one value here, the combiner one of COMBINERS of the estimator's task, and M >= 1."""
     if name == "combiner":
         return OneOf(lambda ctx: COMBINERS[ctx.task])
+    if name == "n_members":       # its members are its only hypotheses (no plug-ins here)
+        return Int(1, note="M = 1 is the single-hypothesis model; for your own models as "
+                           "hypotheses, sbfn_dist.interfaces.stacking")
     check = field(name).check
     return check.inner if isinstance(check, Items) else check
 

@@ -227,9 +227,15 @@ class Ctx:
         return self.task == "regression"
 
     @property
-    def members(self) -> bool:
-        """Members are trained: some combiner runs (competitor-only trials train none)."""
+    def combined(self) -> bool:
+        """Some combiner runs (competitor-only trials have none)."""
         return self.estimator or bool(self.values.get("combiners"))
+
+    @property
+    def members(self) -> bool:
+        """Members are trained: some combiner runs, over M >= 1 members (n_members = 0: the
+        plug-ins alone are the hypotheses)."""
+        return self.combined and self.values.get("n_members") != 0
 
     def uses(self, *combiners) -> bool:
         """Some combiner of the trial (or the estimator's one) is among `combiners`."""
@@ -374,7 +380,7 @@ class TaskOf:
 
 TABULAR = "tabular data sets (MLP members)"
 IMAGES = "image data sets (CNN members)"
-MEMBERS = "trials that train members (at least one combiner)"
+MEMBERS = "trials that train members (at least one combiner, n_members >= 1)"
 
 FIELDS = [
     # --- what runs: the data set, its task, what is evaluated
@@ -425,8 +431,10 @@ FIELDS = [
     Field("augment", Bool(), lambda ctx: ctx.data.augment, lambda ctx: ctx.image and ctx.members,
           "image trials that train members", doc="crop (+ flip) augmentation of training images"),
     # --- the M members (paper, Table "hyper"; Algorithms 1 and 2)
-    Field("n_members", Int(1, note="M = 1 is the single-hypothesis model"), 5,
-          lambda ctx: ctx.members, MEMBERS),
+    Field("n_members", Int(0, note="M = 1 is the single-hypothesis model; 0: the plug-ins "
+                                   "alone, with plugin_members"), 5,
+          lambda ctx: ctx.combined, "trials that train members or combine plug-ins (at least one "
+          "combiner)"),
     Field("epsilon", Real(0, 1, note="0 = pure winner-takes-all"),
           {"regression": 0.1, "classification": 0.5}, lambda ctx: ctx.members, MEMBERS),
     Field("lr", Real(0, lo_open=True), {"tabular regression": 0.03,
@@ -438,13 +446,17 @@ FIELDS = [
     # estimator's set may be digits' 1,257 (8 steps an epoch). Stacked s-BFN on digits (8x8,
     # 30% held out, 5 splits): 2 epochs 0.946 (worst 0.930), 5 epochs 0.978 (worst 0.967)
     # (docs/method.md, "The scikit-learn estimators' defaults").
+    # With n_members = 0 it is still the plug-in regime's passes of G1/G2/G3 over D.
     Field("epochs", Int(1), {"tabular regression": 10, "tabular classification": 50,
                              "image": 2},
-          lambda ctx: ctx.members, MEMBERS,
+          lambda ctx: ctx.members or ctx.uses(*ITERATIVE),
+          "trials that train members, and the iterative combiners g1, g2, g3",
           est={"tabular regression": 20, "tabular classification": 50, "image": 5}),
+    # With n_members = 0 it is still the stacked heads' SGD batch.
     Field("batch_size", Int(1, note="1 = online, Algorithm 1"),
           {"tabular regression": 1, "tabular classification": 16, "image": 128},
-          lambda ctx: ctx.members, MEMBERS,
+          lambda ctx: ctx.members or ctx.uses(*STACKED_HEADS),
+          "trials that train members, and the stacked heads sbfn_stacked, moe_stacked",
           est={"tabular regression": 16, "tabular classification": 16, "image": 128}),
     # MLP members (paper, "Models Performance & Comparisons")
     Field("width", Int(1), 50, lambda ctx: ctx.members and ctx.tabular, TABULAR, doc="kappa"),
@@ -494,17 +506,22 @@ FIELDS = [
           doc="eta_alpha"),
     Field("window", Int(2, note="G2/G3 need a spread"), 100, lambda ctx: ctx.uses("g2", "g3"),
           "the g2 and g3 combiners", doc="k, G2/G3's recent-prediction window"),
-    Field("online_regime", OneOf(REGIMES), "on_the_fly", lambda ctx: ctx.uses(*ITERATIVE),
-          "the iterative combiners g1, g2, g3"),
+    # Without members there is no training stream to replay: the frozen D (the plug-ins').
+    Field("online_regime", OneOf(lambda ctx: REGIMES if ctx.members else REGIMES[1:],
+                                 "n_members = 0: plug_in, there is no member stream"),
+          lambda ctx: REGIMES[0] if ctx.members else REGIMES[1],
+          lambda ctx: ctx.uses(*ITERATIVE), "the iterative combiners g1, g2, g3",
+          doc="on_the_fly: replay the members' training stream (Algorithm 1); plug_in: the "
+              "frozen D, for `epochs` shuffled passes"),
     Field("sbfn_basis", OneOf(BASES), "member", lambda ctx: ctx.uses(*CLOSED_FORM),
           "the closed-form combiners sbfn_ls, sbfn_ls_linear"),
     Field("sbfn_intercept", Bool(), False, lambda ctx: ctx.uses("sbfn_ls"),
           "the sbfn_ls combiner (sbfn_ls_linear always has an intercept)"),
     Field("g3_basis", OneOf(G3_BASES), "exp", lambda ctx: ctx.uses("g3"), "the g3 combiner"),
     Field("plugin_members", Items(Estimator()), (),
-          lambda ctx: ctx.members and not ctx.estimator and ctx.tabular
+          lambda ctx: ctx.combined and not ctx.estimator and ctx.tabular
           and (ctx.regression or ctx.uses(*PLUGIN_HEADS)),
-          "tabular regression trials that train members, and tabular classification trials "
+          "tabular regression trials with a combiner, and tabular classification trials "
           f"with a combiner that reads them ({', '.join(PLUGIN_HEADS)})", record=False,
           doc="fitted predictors joining the M members as hypotheses of D (classification: "
               "their class probabilities)"),
