@@ -37,10 +37,12 @@ def _one_to_one(df: pd.DataFrame, a: str, b: str, counts: dict) -> bool:
     return df.groupby([a, b], dropna=False, sort=False).ngroups == counts[a]
 
 
-def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataFrame:
-    """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats."""
+def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=(),
+                unit=("fold",)) -> pd.DataFrame:
+    """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats;
+    per (keys, seed, fold) with unit=resampling.UNIT (the paired tests' splits)."""
     cols = [metric, *extra]
-    return df.groupby([*keys, "fold"], dropna=False, sort=False)[cols].mean().reset_index()
+    return df.groupby([*keys, *unit], dropna=False, sort=False)[cols].mean().reset_index()
 
 
 def best_index(means, task: str):

@@ -12,7 +12,9 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, is_heterogeneous, model_label, model_sort_key
-from analysis.stats import holm, paired_test, t_half_width, t_interval
+from analysis.resampling import Design, design
+from analysis.stats import (PairedTest, decide, difference_interval, paired_test, t_half_width,
+                            test_cells)
 from analysis.tables import in_model_order
 from sbfn_dist.settings.records import DIAGNOSTICS
 
@@ -60,15 +62,18 @@ NOTES = {
     ],
     "heterogeneity": [
         "Per data set, combiner, M, ε and heterogeneous mix ('mixed', or a list of different "
-        "architectures or factories): within each split, its accuracy minus the mean accuracy "
+        "architectures or factories): within each split (a (seed, split) pair: seeds re-draw "
+        "the splits), its accuracy minus the mean accuracy "
         "of the homogeneous mixes of the same split (the paper's claim "
         "that architectural heterogeneity matters more as data get harder reads across data "
         "sets: rows sorted by the homogeneous mixes' accuracy, hardest last), and minus the "
         "homogeneous mix with the best mean over the splits (named). Gains in points, mean over "
-        "splits ± the half width of the 95% Student-t interval across splits.",
-        "p: two-sided paired test across splits (the report's --test) of the heterogeneous mix "
-        "against the homogeneous mean; p (Holm): adjusted over the table's rows. Only splits "
-        "where every mix of the row trained count.",
+        "splits ± the half width of the 95% interval that goes with the test (the corrected "
+        "one, t_{0.975, J−1} · s · sqrt(1/J + n2/n1), for the corrected and Bayesian tests; "
+        "Student's t_{0.975, J−1} · s / √J for the uncorrected ones).",
+        "The paired test of the heterogeneous mix against the homogeneous mean across the "
+        "splits, the table's rows one family. Only splits where every mix of the row trained "
+        "count.",
     ],
     "diagnostics": [
         "One value per (trial, split): the diagnostics are computed once on the members' test "
@@ -175,19 +180,21 @@ def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
 GAIN_KEYS = ["dataset", "model", "n_members", "epsilon"]
 
 
-def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+def heterogeneity_gain(ok: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.DataFrame:
     """Each heterogeneous mix against the homogeneous ones, paired by split (NOTES
     "heterogeneity"); empty when no row has a heterogeneous mix and a homogeneous one."""
-    per_split = fold_values(ok, [*GAIN_KEYS, "ensemble"], "accuracy")
-    wide = per_split.pivot_table(index=[*GAIN_KEYS, "fold"], columns="ensemble",
-                                 values="accuracy") * 100
-    mixes = [c for c in wide.columns if is_heterogeneous(c)]
-    rows = [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False) for mix in mixes
-            if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, mix, test))]
+    rows = []
+    for _, sub in ok.groupby("dataset", sort=False):
+        plan = design(sub)
+        per_split = fold_values(sub, [*GAIN_KEYS, "ensemble"], "accuracy", unit=plan.unit)
+        wide = per_split.pivot_table(index=[*GAIN_KEYS, *plan.unit], columns="ensemble",
+                                     values="accuracy") * 100
+        mixes = [c for c in wide.columns if is_heterogeneous(c)]
+        rows += [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False) for mix in mixes
+                 if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, mix, test, plan))]
     if not rows:
         return pd.DataFrame()
-    out = pd.DataFrame(rows)
-    out["p_holm"] = holm(out["p"])
+    out = decide(pd.DataFrame(rows), test)
     # per combiner, M and ε the data sets from easiest to hardest: the claim reads down a block
     # (a data set's heterogeneous mixes share its homogeneous accuracy: by name among them)
     order = out.assign(_k=out["model"].map(model_sort_key), _d=-out["homogeneous_accuracy"])
@@ -195,7 +202,8 @@ def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
             .drop(columns=["_k", "_d"]).reset_index(drop=True))
 
 
-def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: str) -> dict | None:
+def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: PairedTest,
+              plan: Design) -> dict | None:
     """One row of heterogeneity_gain for one (data set, combiner, M, ε) and heterogeneous mix,
     or None when that mix or every homogeneous mix is missing."""
     homogeneous = [c for c in g.columns if not is_heterogeneous(c) and g[c].notna().any()]
@@ -205,16 +213,17 @@ def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: str) -> dict | None:
     mean = g[homogeneous].mean(axis=1)
     best = max(homogeneous, key=lambda c: g[c].mean())
     mixed = g[mix]
-    gain, half, n = t_interval(mixed - mean, LEVEL)
-    gain_best, half_best, _ = t_interval(mixed - g[best], LEVEL)
+    gain, half, n = difference_interval(mixed - mean, test, plan.ratio, LEVEL)
+    gain_best, half_best, _ = difference_interval(mixed - g[best], test, plan.ratio, LEVEL)
     return {**key, "heterogeneous": mix, "homogeneous": " ".join(homogeneous),
             "homogeneous_accuracy": mean.mean(),
             "heterogeneous_accuracy": mixed.mean(), "gain_vs_mean": gain, "half_width": half,
-            "p": paired_test(mixed, mean, test)[1], "best_homogeneous": best,
-            "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n}
+            **paired_test(mixed, mean, test, plan.ratio), "best_homogeneous": best,
+            "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n,
+            "size_ratio": plan.ratio}
 
 
-def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
+def heterogeneity_view(gain: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.DataFrame:
     signed = lambda m, h: f"{m:+.2f}" + ("" if h != h else f" ± {h:.2f}")
     return pd.DataFrame({
         "dataset": gain["dataset"], "combiner": gain["model"].map(model_label),
@@ -223,7 +232,7 @@ def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
         "homogeneous (%)": gain["homogeneous_accuracy"].map("{:.2f}".format),
         "heterogeneous (%)": gain["heterogeneous_accuracy"].map("{:.2f}".format),
         "− homogeneous mean (pts)": list(map(signed, gain["gain_vs_mean"], gain["half_width"])),
-        "p": gain["p"].map("{:.2g}".format), "p (Holm)": gain["p_holm"].map("{:.2g}".format),
+        **test_cells(gain, test),
         "− best homogeneous (pts)": [f"{signed(m, h)} ({ensemble_label(b)})" for m, h, b in zip(
             gain["gain_vs_best"], gain["half_width_best"], gain["best_homogeneous"])],
         "splits": gain["n_splits"]})

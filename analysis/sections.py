@@ -22,6 +22,7 @@ from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import metric_label, model_label, param_label
+from analysis.stats import PairedTest, paired_test_notes
 from sbfn_dist.settings.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
@@ -70,7 +71,7 @@ def _unit(ok: pd.DataFrame) -> str:
     return str(units[0]) if len(units) == 1 else ""
 
 
-def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                        figdir: Path | None = None, searched: Searched = Searched()) -> list:
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
@@ -106,27 +107,25 @@ def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame, searched: Searche
     return blocks
 
 
-def heterogeneous_blocks(ok: pd.DataFrame, test: str) -> list:
+def heterogeneous_blocks(ok: pd.DataFrame, test: PairedTest) -> list:
     """The combiners of heterogeneous hypothesis sets against each of their inputs."""
     table = tables.heterogeneous(ok, test)
     if table.empty:
         return []
     return [Table("heterogeneous", "Heterogeneous hypothesis sets: each combiner against each "
                   "of its inputs and the stacking anchors (test RMSE)", table,
-                  notes=tables.NOTES["heterogeneous"])]
+                  notes=tables.NOTES["heterogeneous"] + paired_test_notes(test,
+                                                                          table["n_pairs"]))]
 
 
-def ranking_blocks(ok: pd.DataFrame, task: str, test: str, scope: str = "") -> list:
+def ranking_blocks(ok: pd.DataFrame, task: str, test: PairedTest, scope: str = "") -> list:
     """The ranking and pair tables; `scope` tells apart two sections of one task (file names)."""
     metric = metric_of(task)
     name, of = (f"{metric}_{scope}", f", {scope}") if scope else (metric, "")
     ranks, pairs = tables.ranking(ok, task, test)
     if ranks.empty:
         return [Text(f"Ranking by {metric}{of}: skipped, fewer than two models share a fold.")]
-    test_name = {"t": "Student's paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}[test]
-    notes = tables.NOTES["ranking"] + [f"Test: {test_name}, two-sided."]
-    if test == "wilcoxon":
-        notes.append("With n folds the smallest attainable Wilcoxon p is 2/2^n (0.0625 at n = 5).")
+    notes = tables.NOTES["ranking"] + paired_test_notes(test, pairs["n_pairs"])
     return [Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
             Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs,
                   notes=notes, detail=True)]
@@ -157,14 +156,14 @@ def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
         return Figure(name, title, None, str(why))
 
 
-def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                   figdir: Path | None = None, searched: Searched = Searched()) -> list:
     return (dataset_figures(ok, IMAGE_FIGURES, figdir, searched)
             + [Heading("Image ensembles: comparisons", 3), *image_tables(ok, test),
                *per_data_set_drawn_tables(ok, searched)])
 
 
-def image_tables(ok: pd.DataFrame, test: str) -> list:
+def image_tables(ok: pd.DataFrame, test: PairedTest) -> list:
     acc = it.overall_accuracy(ok)
     best = it.best_configurations(ok)
     eps = it.epsilon_sensitivity(ok)
@@ -179,8 +178,9 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
     gain = it.heterogeneity_gain(ok, test)
     if not gain.empty:
         blocks.append(Table("heterogeneity_gain", "Heterogeneous vs homogeneous mixes, paired by "
-                            "split (accuracy points)", gain, it.heterogeneity_view(gain),
-                            it.NOTES["heterogeneity"]))
+                            "split (accuracy points)", gain, it.heterogeneity_view(gain, test),
+                            it.NOTES["heterogeneity"] + paired_test_notes(test,
+                                                                          gain["n_splits"])))
     paper = paper_images.paper_comparison(ok)
     if not paper.empty:
         blocks.append(Table("paper_comparison", "Against the paper's image tables (accuracy %)",
@@ -346,14 +346,14 @@ def split_classification(ok: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ok[image], ok[~image]
 
 
-def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                     figdir: Path | None = None, searched: Searched = Searched()) -> list:
     return (dataset_figures(ok, TABULAR_FIGURES, figdir, searched, M_EPS_FIGURES["tabular"])
             + [Heading("Tabular classification: comparisons", 3),
                *tabular_tables(ok, test, searched), *per_data_set_drawn_tables(ok, searched)])
 
 
-def tabular_tables(ok: pd.DataFrame, test: str, searched: Searched = Searched()) -> list:
+def tabular_tables(ok: pd.DataFrame, test: PairedTest, searched: Searched = Searched()) -> list:
     acc = it.overall_accuracy(ok, BY_DATASET)
     conf = tables.configuration_table(ok, "classification")
     blocks = [Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "

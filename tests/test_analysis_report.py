@@ -223,7 +223,13 @@ def test_tabular_ranking_orders_by_fold_mean_and_tests_pairs(report, iris):
     assert list(ranks["mean"]) == pytest.approx(sorted(wide.mean(), reverse=True))
     assert len(pairs) == 6 * 5 / 2
     pair = pairs[(pairs["better"] == "random_forest") & (pairs["worse"] == "base_avg")].iloc[0]
-    assert pair["p"] == pytest.approx(stats.ttest_rel(wide["random_forest"], wide["base_avg"]).pvalue)
+    # the corrected resampled t test, n2/n1 from the records (training part: members + validation)
+    splits = iris.drop_duplicates(["seed", "fold"])
+    ratio = splits["n_test"].mean() / (splits["n_train"] + splits["n_val"]).mean()
+    d = (wide["random_forest"] - wide["base_avg"]).to_numpy()
+    t = d.mean() / np.sqrt((1 / 3 + ratio) * d.var(ddof=1))
+    assert pair["size_ratio"] == pytest.approx(0.5, rel=0.1)        # 3 folds: about 1/(3 - 1)
+    assert pair["p"] == pytest.approx(2 * stats.t.sf(abs(t), 2))
 
 
 def test_cli_writes_the_report_to_the_out_dir(sweeps, tmp_path, capsys):
