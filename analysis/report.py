@@ -57,18 +57,19 @@ def section_blocks(results: Results, test: PairedTest = PairedTest(),
 
 def table_blocks(results: Results, test: PairedTest = PairedTest()) -> list:
     """Every table of the report, without figures (what benchmarks/bench_report.py times)."""
-    return (sections.overview_blocks(results) + section_blocks(results, test)
-            + sections.status_blocks(results))
+    return (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
+            + section_blocks(results, test) + sections.status_blocks(results))
 
 
 def document(results: Results, figdir: Path, test: PairedTest = PairedTest()) -> list:
-    """The whole report: title, contents, sweeps, the sections with their figures and key
-    tables, then the detailed tables under the name of the section each came from."""
+    """The whole report: title, contents, sweeps, the verdicts, the sections with their figures
+    and key tables, then the detailed tables under the name of the section each came from."""
     head = [Heading(TITLE, 1), Text(f"Sweeps: {', '.join(s.name for s in results.sweeps)}. "
                                     f"Generated {time.strftime('%Y-%m-%d %H:%M')} from "
                                     f"{len(results.table)} result rows."), Contents()]
     body, details, section = [], {}, ""
-    for b in sections.overview_blocks(results) + section_blocks(results, test, figdir):
+    for b in (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
+              + section_blocks(results, test, figdir)):
         if isinstance(b, Heading) and b.level == 2:
             section = b.text
         if isinstance(b, Table) and b.detail:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import figures, image_tables as it, paper_images, tables
+from analysis import figures, image_tables as it, paper_images, tables, verdict
 from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
@@ -54,6 +54,19 @@ def overview_blocks(results) -> list:
                            "guess on the rows it was fitted on (uninformative; counted by model "
                            "under Detailed tables, 'Rows by status')."))
     return blocks
+
+
+def verdict_blocks(results, test: PairedTest) -> list:
+    """The verdicts (verdict.py): the s-BFN against the practitioners' combiners, per data set."""
+    table = verdict.verdicts(results.ok, test, results.searched.objectives)
+    missing = verdict.missing_note(results.ok, table)
+    if table.empty:
+        return [Heading("Verdicts"), Text(missing or "No verdict: no row has status ok.")]
+    return [Heading("Verdicts"),
+            Table("verdicts", "Verdicts: the s-BFN against the practitioners' combiners and the "
+                  "best single hypothesis", table, verdict.verdict_view(table, test),
+                  verdict.NOTES + paired_test_notes(test, table["n_pairs"])),
+            *([Text(missing)] if missing else [])]
 
 
 def status_blocks(results) -> list:
