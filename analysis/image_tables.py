@@ -22,8 +22,16 @@ LEVEL = 0.95
 BASE = "base_avg"
 MEAN = "logit_mean"
 MIX = ("dataset", "ensemble")     # image rows are compared per data set and architecture mix
+# Beside accuracy: the records' calibration scores (ECE, a fraction shown in %; log-loss in nats).
+CALIBRATION = ("ece", "nll")
 EFFICIENCY = ("train_seconds", "eval_seconds", "members_train_seconds", "flops_per_example",
               "n_params_members")
+
+CALIBRATION_NOTE = (
+    "ECE (%): expected calibration error (Guo et al. 2017, 15 equal-width confidence bins), "
+    "NLL: the mean log-loss (nats) on the test part; each averaged as the accuracy is (per split "
+    "over configurations and seeds, then over splits); – where the rows have none (sweeps "
+    "recorded before the columns).")
 
 NOTES = {
     "overall": [
@@ -32,6 +40,7 @@ NOTES = {
         "95% Student-t interval across splits (t_{0.975, n-1} · s / √n).",
         "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
         "individual members), or minus Mean (logit averaging), in percentage points.",
+        CALIBRATION_NOTE,
     ],
     "overall_folds": [
         "Accuracy in %: for each fold, the mean accuracy over every configuration and seed of the "
@@ -39,11 +48,13 @@ NOTES = {
         "interval across folds (t_{0.975, n-1} · s / √n).",
         "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
         "individual members), or minus Mean (logit averaging), in percentage points.",
+        CALIBRATION_NOTE,
     ],
     "best": [
         "Best configuration: for each data set, architecture mix and combiner, the configuration "
         "(hyper-parameters that vary in the sweep) with the highest mean accuracy over splits; "
-        "± is the 95% t half width across its splits; seconds are means over its splits.",
+        "± is the 95% t half width across its splits; seconds, ECE and NLL are means over its "
+        "splits.",
         "members %: the mean accuracy of the individual members in that configuration.",
     ],
     "efficiency": [
@@ -101,7 +112,7 @@ def with_kind(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def overall_accuracy(ok: pd.DataFrame, by=MIX) -> pd.DataFrame:
-    """Long table: `by`, model, accuracy %, ± and the gains in points."""
+    """Long table: `by`, model, accuracy %, ±, the gains in points, ECE % and NLL."""
     keys = [*by, "model"]
     acc = split_interval(ok, keys, "accuracy")
     acc[["mean", "half_width"]] *= 100
@@ -109,7 +120,16 @@ def overall_accuracy(ok: pd.DataFrame, by=MIX) -> pd.DataFrame:
     for other, col in ((BASE, "gain_vs_base_avg"), (MEAN, "gain_vs_mean")):
         cells = list(zip(*(acc[k] for k in by), [other] * len(acc)))
         acc[col] = acc["mean"].to_numpy() - ref.reindex(cells).to_numpy()
-    return _order(acc, by)
+    return _order(acc.merge(calibration_means(ok, keys), on=keys, how="left"), by)
+
+
+def calibration_means(ok: pd.DataFrame, keys: list) -> pd.DataFrame:
+    """Per group of keys: ECE (`ece_pct`, %) and NLL, each split's mean averaged over the
+    splits (as split_interval averages the accuracy); NaN where the rows lack them."""
+    rows = ok.assign(**{c: np.nan for c in CALIBRATION if c not in ok})
+    per_split = fold_values(rows, keys, CALIBRATION[0], CALIBRATION[1:])
+    out = per_split.groupby(keys, dropna=False, sort=False)[list(CALIBRATION)].mean()
+    return out.reset_index().assign(ece=lambda d: 100 * d["ece"]).rename(columns={"ece": "ece_pct"})
 
 
 def _order(df: pd.DataFrame, first=MIX) -> pd.DataFrame:
@@ -123,33 +143,37 @@ def plus_minus(mean: pd.Series, half: pd.Series, unit: str = "split") -> pd.Seri
 
 
 def overall_view(acc: pd.DataFrame, by=MIX, unit: str = "split") -> pd.DataFrame:
-    """Wide view for the report: one row per `by` (data set x architecture mix for images)."""
-    cell = plus_minus(acc["mean"], acc["half_width"], unit)
-    wide = acc.assign(cell=cell).pivot(index=list(by), columns="model", values="cell")
-    wide = wide[sorted(wide.columns, key=model_sort_key)]
-    wide.columns = [model_label(m) for m in wide.columns]
-    for model in (m for m in ("sbfn", "sbfn_stacked") if m in set(acc["model"])):
-        gains = acc[acc["model"] == model].set_index(list(by))
-        for col, ref in (("gain_vs_base_avg", "Base avg."), ("gain_vs_mean", "Mean")):
-            wide[f"{model_label(model)} − {ref} (pts)"] = gains[col].map("{:+.2f}".format)
-    wide = wide.reset_index()
+    """The report's view: one row per `by` (data set x architecture mix for images) and model,
+    its accuracy with the interval, the gains, ECE and NLL."""
+    view = pd.DataFrame({**{k: acc[k] for k in by}, "model": acc["model"].map(model_label),
+                         "accuracy (%)": plus_minus(acc["mean"], acc["half_width"], unit),
+                         "− Base avg. (pts)": fixed(acc["gain_vs_base_avg"], "+.2f"),
+                         "− Mean (pts)": fixed(acc["gain_vs_mean"], "+.2f"),
+                         "ECE (%)": fixed(acc["ece_pct"], ".2f"), "NLL": fixed(acc["nll"], ".3f")})
     if "ensemble" in by:
-        wide["ensemble"] = wide["ensemble"].map(ensemble_label)
-    return wide.fillna("–")
+        view["ensemble"] = view["ensemble"].map(ensemble_label)
+    return view
+
+
+def fixed(values: pd.Series, spec: str) -> pd.Series:
+    """Numbers in the format `spec`, "–" where there is none."""
+    return values.map(lambda v: "–" if pd.isna(v) else format(v, spec))
 
 
 def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
     group = ["dataset", "ensemble", "model"]
-    extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean") if c in ok]
+    extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean", *CALIBRATION)
+             if c in ok]
     conf = configurations(ok, "accuracy", extra=extra)
     best = conf.loc[best_index(conf.groupby(group, sort=False)["mean"], "classification")]
     best = best.reset_index(drop=True)
     out = best[group + ["config", "n_members", "epsilon"]].assign(
         accuracy_pct=100 * best["mean"], n_splits=best["n_folds"],
         half_width_pct=100 * t_half_width(best["std"], best["n_folds"], LEVEL), **best[extra])
-    if "member_accuracy_mean" in out:
-        out["member_accuracy_mean"] *= 100
-    return _order(out)
+    for pct in ("member_accuracy_mean", "ece"):
+        if pct in out:
+            out[pct] *= 100
+    return _order(out.rename(columns={"ece": "ece_pct"}))
 
 
 def efficiency(ok: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import figures, image_tables as it, paper_images, tables, verdict
+from analysis import calibration, figures, image_tables as it, paper_images, tables, verdict
 from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
@@ -209,16 +209,26 @@ def _best_view(best: pd.DataFrame) -> pd.DataFrame:
     view = best.assign(model=best["model"].map(model_label))
     view["accuracy (%)"] = it.plus_minus(view["accuracy_pct"], view["half_width_pct"])
     keep = ["dataset", "ensemble", "model", "config", "n_members", "epsilon", "accuracy (%)",
-            "member_accuracy_mean", "train_seconds", "eval_seconds"]
+            "ece_pct", "nll", "member_accuracy_mean", "train_seconds", "eval_seconds"]
     return view[[c for c in keep if c in view]].rename(columns={
-        "n_members": "M", "epsilon": "ε", "member_accuracy_mean": "members (%)",
-        "train_seconds": "train s", "eval_seconds": "eval s"})
+        "n_members": "M", "epsilon": "ε", "ece_pct": "ECE (%)", "nll": "NLL",
+        "member_accuracy_mean": "members (%)", "train_seconds": "train s",
+        "eval_seconds": "eval s"})
 
 
 ACCURACY_VIOLIN = (
     "accuracy_violin", "accuracy across configurations", "Distribution over configurations of "
     "each combiner's mean test accuracy (violin; line: median).",
     lambda sub, p: figures.violins(sub, "accuracy", "test accuracy (%)", p))
+
+RELIABILITY = (
+    "reliability", "reliability diagram", "Per combiner (the s-BFN heads, the practitioners' "
+    "anchors, the best single hypothesis, Mean with and without its tuned temperature): accuracy "
+    "against mean confidence in each of the 15 confidence bins (Guo et al. 2017), the bins "
+    "summed over every fold and seed of the combiner's best configuration (the tables' rule); "
+    "empty bins left out; dashed: perfect calibration; the legend gives each one's ECE of the "
+    "summed bins.",
+    lambda sub, p: figures.reliability_diagram(calibration.reliability_curves(sub), p))
 
 IMAGE_FIGURES = (
     ("accuracy_by_m", "accuracy by M", "Mean test accuracy and its 95% interval across splits "
@@ -232,6 +242,7 @@ IMAGE_FIGURES = (
      "architectures; homogeneous: one kind) and combiner.",
      figures.accuracy_by_architecture),
     ACCURACY_VIOLIN,
+    RELIABILITY,
     ("time_vs_accuracy", "training time vs accuracy", "Each configuration's mean training time "
      "per split (members + combiner) against its mean test accuracy.", figures.time_vs_accuracy),
     ("diagnostics_eps", "diagnostics vs ε", "Left: cross-entropy Bregman terms of the members "
@@ -401,7 +412,7 @@ def _m_eps_view(iv: pd.DataFrame) -> pd.DataFrame:
                  "config": "best configuration"})
 
 
-TABULAR_FIGURES = (ACCURACY_VIOLIN,)
+TABULAR_FIGURES = (ACCURACY_VIOLIN, RELIABILITY)
 
 # Each section's (M, ε) figure, drawn where M and ε are a grid's (setting_specs).
 M_EPS_FIGURES = {

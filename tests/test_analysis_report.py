@@ -161,7 +161,7 @@ def test_figures_are_written_or_skipped_with_a_reason(report):
     md = (report / "report.md").read_text()
     for png in re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md):
         assert (report / png).stat().st_size > 1000
-    assert len(list((report / "figures").glob("*.png"))) == 9
+    assert len(list((report / "figures").glob("*.png"))) == 11
     # every image trial used M = 2: the accuracy-by-M figure says why it is missing
     assert "digits: accuracy by M:* ['n_members'] take a single value" in md
 

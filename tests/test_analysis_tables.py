@@ -114,6 +114,19 @@ def test_best_configuration_and_diagnostics_once_per_split():
     assert diag.iloc[0]["gibbs_risk"] == pytest.approx(0.35) and diag.iloc[0]["n"] == 2
 
 
+def test_ece_and_log_loss_stand_beside_accuracy_averaged_as_it_is():
+    """Per split over the rows, then over splits; ECE in %; – for rows without the columns."""
+    df = img_rows().assign(ece=lambda d: 0.1 * d["fold"] + 0.05, nll=lambda d: d["accuracy"] / 2)
+    acc = it.overall_accuracy(df).set_index("model")
+    assert acc.loc["sbfn", "ece_pct"] == pytest.approx(10.0, abs=1e-12)       # 5 % and 15 %
+    assert acc.loc["sbfn", "nll"] == pytest.approx(0.425, abs=1e-12)          # (0.40 + 0.45) / 2
+    best = it.best_configurations(df).set_index("model")
+    assert best.loc["base_avg", "ece_pct"] == pytest.approx(10.0, abs=1e-12)
+    view = it.overall_view(it.overall_accuracy(img_rows())).set_index("model")
+    assert (view.loc["s-BFN", "ECE (%)"], view.loc["s-BFN", "NLL"]) == ("–", "–")
+    assert view.loc["s-BFN", "− Base avg. (pts)"] == "+14.00"
+
+
 def test_varying_columns_ignore_folds_seeds_and_outputs():
     df = pd.DataFrame(reg_rows("sbfn_ls", {0.0: [1, 2], 1.0: [3, 4]}, train_seconds=1.0))
     df["train_seconds"] = [1.0, 2.0, 3.0, 4.0]

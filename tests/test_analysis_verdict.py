@@ -1,5 +1,5 @@
-"""The verdict (analysis/verdict.py) on hand-made results tables, against values computed
-here."""
+"""The verdict (analysis/verdict.py) and the calibration shown beside it (calibration.py, the
+reliability diagram) on hand-made results tables, against values computed here."""
 
 import json
 import math
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sp
 
-from analysis import tables
+from analysis import calibration, figures, tables
 from analysis.report import write_report
 from analysis.stats import PairedTest, paired_test_of
 from analysis.verdict import verdict_lines, verdicts
@@ -144,13 +144,20 @@ def test_the_sweep_prints_the_verdict_line_by_line(verdict):
     assert lines[3].endswith(f"/ 3 equal; p (Holm) {verdict.loc['best_single', 'p_holm']:.2g})")
 
 
-# ------------------------------------------------------------------ classification
-def cls_row(model, accuracy, seed, fold, m, **extra) -> dict:
+# ------------------------------------------------------------------ classification, calibration
+def cls_row(model, accuracy, seed, fold, m, reliability=None, **extra) -> dict:
     return dict(sweep="c", trial_id=f"M{m}-s{seed}-f{fold}", dataset="iris",
                 task="classification", model=model, family="sbfn", seed=seed, fold=fold,
                 n_members=m, epsilon=0.5, accuracy=accuracy, nll=1 - accuracy, ece=0.1,
                 n_train=80, n_val=20, n_test=50, split="kfold", status="ok", error="",
-                **extra)
+                reliability=reliability, **extra)
+
+
+def reliability_cells(right_high: int) -> str:
+    """A fold's 15 bins: 10 rows of confidence 0.5 in bin 7 (4 right), 40 of 0.95 in bin 14."""
+    return json.dumps({"count": [0, 0, 0, 0, 0, 0, 0, 10, *[0] * 6, 40],
+                       "confidence": [0.0] * 7 + [5.0] + [0.0] * 6 + [38.0],
+                       "correct": [0] * 7 + [4] + [0] * 6 + [right_high]})
 
 
 def classification_table() -> pd.DataFrame:
@@ -158,9 +165,9 @@ def classification_table() -> pd.DataFrame:
     for seed in SEEDS:
         for fold in FOLDS:
             for m, shift in ((3, 0.0), (5, 0.02)):          # M = 5 is every model's best
-                out += [cls_row("sbfn", 0.90 + shift, seed, fold, m),
+                out += [cls_row("sbfn", 0.90 + shift, seed, fold, m, reliability_cells(36)),
                         cls_row("stack_logistic", 0.88 + shift + 0.01 * (fold % 2), seed, fold,
-                                m),
+                                m, reliability_cells(30)),
                         cls_row("logit_mean", 0.85 + shift, seed, fold, m),
                         cls_row("base_avg", 0.80, seed, fold, m)]
     return pd.DataFrame(out)
@@ -175,11 +182,30 @@ def test_a_classification_verdict_is_in_accuracy_fractions_positive_when_the_s_b
     assert table.loc[0, "n_better"] == 10 - table.loc[0, "n_equal"]
 
 
-def test_the_report_opens_on_the_verdicts(tmp_path):
-    """The verdict right after the sweeps table, in report.md, report.html and as CSV; a data
-    set without anchors named in one line."""
+def test_the_reliability_bins_are_summed_over_the_best_configuration_s_folds(tmp_path):
     rows = classification_table()
-    older = rows[rows["model"].isin(["sbfn", "logit_mean"])].assign(dataset="wine")
+    curves = calibration.reliability_curves(rows)
+    assert set(curves["model"]) == {"sbfn", "stack_logistic"}      # logit_mean: no cells
+    sbfn = curves[curves["model"] == "sbfn"].set_index("bin")
+    n = len(SEEDS) * len(FOLDS)                                    # M = 5's rows only
+    assert sbfn.loc[14, ["count", "correct", "confidence"]].tolist() == [40 * n, 36 * n, 38 * n]
+    assert sbfn.loc[14, "accuracy"] == pytest.approx(0.9, abs=1e-15)
+    assert sbfn.loc[7, "mean_confidence"] == pytest.approx(0.5, abs=1e-15)
+    assert sbfn["ece"].iloc[0] == pytest.approx((1 + 2) / 50, abs=1e-15)   # |4-5| + |36-38|
+    assert sbfn["rows"].iloc[0] == n
+    assert figures.reliability_diagram(curves, tmp_path / "r.png").stat().st_size > 1000
+    with pytest.raises(figures.Skip, match="reliability column"):
+        figures.reliability_diagram(calibration.reliability_curves(rows.drop(
+            columns="reliability")), tmp_path / "none.png")
+
+
+def test_the_report_opens_on_the_verdicts_and_shows_calibration(tmp_path):
+    """The verdict right after the sweeps table, in report.md, report.html and as CSV; ECE and
+    NLL beside accuracy; a reliability diagram for the data set; a data set without anchors
+    named in one line."""
+    rows = classification_table()
+    older = rows[rows["model"].isin(["sbfn", "logit_mean"])].assign(dataset="wine",
+                                                                     reliability=None)
     home = tmp_path / "c"
     home.mkdir()
     pd.concat([rows, older]).to_parquet(home / "results.parquet")
@@ -195,3 +221,8 @@ def test_the_report_opens_on_the_verdicts(tmp_path):
     assert "Test: the corrected resampled t test" in verdict
     assert len(pd.read_csv(out / "tables" / "verdicts.csv")) == 1
     assert "<h2 id='verdicts'>Verdicts</h2>" in (out / "report.html").read_text()
+    overall = pd.read_csv(out / "tables" / "tabular_accuracy_overall.csv")
+    sbfn = overall[(overall["dataset"] == "iris") & (overall["model"] == "sbfn")].iloc[0]
+    assert (sbfn["ece_pct"], sbfn["nll"]) == pytest.approx((10.0, 0.09), abs=1e-12)
+    assert (out / "figures" / "reliability_iris.png").exists()
+    assert "*Figure skipped — wine: reliability diagram:* no row has the reliability" in md
