@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.collect import normalise
+from analysis.stats import PairedTest
+from analysis.verdict import comparators, verdict_lines, verdicts
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS
@@ -99,11 +102,6 @@ def verdict(rows: pd.DataFrame, task: str, objective: str, sweep: str) -> list:
     """The report's verdict (analysis.verdict) on the rows the end table ranked: the objective's
     s-BFN against the practitioners' combiners and the best single hypothesis, by the report's
     default test; no line where the sweep ran none of them."""
-    # Imported at the sweep's end, not with the driver: analysis.verdict loads scipy.stats
-    # (0.4 s on top of pandas here), which nothing else of a sweep's driver needs.
-    from analysis.collect import normalise
-    from analysis.stats import PairedTest
-    from analysis.verdict import comparators, verdict_lines, verdicts
     ok = rows[rows["status"] == "ok"]
     if not ok["model"].isin(comparators(task)).any():
         return []
