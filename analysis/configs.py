@@ -4,15 +4,17 @@ A *configuration* is a model plus every hyper-parameter column whose value varie
 model's rows of one data set. The hyper-parameters are exactly the columns the records registry
 marks so (`sbfn_dist.settings.records.is_hyperparameter`): folds, seeds, sizes, timings, scores and
 diagnostics never are, and neither is a column the registry does not know (a user's label).
-Per configuration, each fold's value is first averaged over seeds (and any repeated runs), then
-the fold values give the configuration's mean and spread.
+A model that chooses its own setting inside its fit (SELF_TUNED: the practitioners' anchors, the
+best single hypothesis, sbfn_rbf) records that choice in model_params, each fold its own: no
+configuration of it. Per configuration, each fold's value is first averaged over seeds (and any
+repeated runs), then the fold values give the configuration's mean and spread.
 """
 
 import numpy as np
 import pandas as pd
 
 from analysis.labels import param_label
-from sbfn_dist.settings.records import COLUMNS, TASKS, is_hyperparameter
+from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, COLUMNS, TASKS, is_hyperparameter
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
@@ -37,10 +39,12 @@ def _one_to_one(df: pd.DataFrame, a: str, b: str, counts: dict) -> bool:
     return df.groupby([a, b], dropna=False, sort=False).ngroups == counts[a]
 
 
-def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=()) -> pd.DataFrame:
-    """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats."""
+def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=(),
+                unit=("fold",)) -> pd.DataFrame:
+    """One row per (keys, fold): the metric (and extra columns) averaged over seeds and repeats;
+    per (keys, seed, fold) with unit=resampling.UNIT (the paired tests' splits)."""
     cols = [metric, *extra]
-    return df.groupby([*keys, "fold"], dropna=False, sort=False)[cols].mean().reset_index()
+    return df.groupby([*keys, *unit], dropna=False, sort=False)[cols].mean().reset_index()
 
 
 def best_index(means, task: str):
@@ -50,6 +54,13 @@ def best_index(means, task: str):
 
 
 KEEP = ("n_members", "epsilon", "ensemble")
+# Models that choose their own setting inside their fit, on each fold's training rows (the
+# practitioners' anchors and the best single hypothesis; sbfn_rbf its K and λ2 by inner CV):
+# their model_params records that choice (stack_ridge: RidgeCV's alpha, best_single: its
+# column), each fold's own, so it makes no configuration of theirs.
+SELF_TUNED = frozenset({*ANCHORS["regression"], *ANCHORS["classification"], BEST_SINGLE,
+                        "sbfn_rbf"})
+CHOSEN_IN_FIT = ("model_params",)
 
 
 def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), extra=(),
@@ -59,10 +70,12 @@ def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), ex
     Adds `config` (a readable label of the varying columns) and `config_columns`. The KEEP
     columns, and those in `carry`, are carried even where they do not vary (or vary with
     another: a drawn lr one-to-one with a drawn ε), so callers can always group by them.
+    A SELF_TUNED model's CHOSEN_IN_FIT columns are no part of its configurations.
     """
     parts = []
     for key, sub in df.groupby(list(group), dropna=False, sort=False):
-        cols = varying_columns(sub, exclude=group)
+        tuned = "model" in group and sub["model"].iloc[0] in SELF_TUNED
+        cols = varying_columns(sub, exclude=(*group, *(CHOSEN_IN_FIT if tuned else ())))
         keys = [*group, *cols, *(k for k in dict.fromkeys((*KEEP, *carry))
                                  if k in sub and k not in cols and k not in group)]
         per_fold = fold_values(sub, keys, metric, extra)
@@ -74,6 +87,20 @@ def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), ex
         agg["config_columns"] = ", ".join(cols)
         parts.append(agg)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def best_configuration(rows: pd.DataFrame, task: str) -> tuple[pd.Series, pd.DataFrame]:
+    """One model's rows of one data set -> (its best configuration's `configurations` row, the
+    rows of that configuration). The tables' rule (the quartile table's 1st model: the best
+    mean over folds), among the configurations with the most folds: one stopped early (ASHA)
+    has a mean over fewer and is never chosen."""
+    conf = configurations(rows, TASKS[task].metric)
+    conf = conf[conf["n_folds"] == conf["n_folds"].max()]
+    best = conf.loc[best_index(conf["mean"], task)]
+    chosen = pd.Series(True, index=rows.index)
+    for c in (c for c in best["config_columns"].split(", ") if c):
+        chosen &= rows[c].isna() if pd.isna(best[c]) else rows[c].eq(best[c])
+    return best, rows[chosen]
 
 
 def config_labels(df: pd.DataFrame, cols: list) -> pd.Series:

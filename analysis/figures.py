@@ -244,3 +244,26 @@ def diagnostics_vs_eps(diag: pd.DataFrame, path: Path) -> Path:
             ax.set_ylabel(unit)
             _legend(ax, ncol=2)
         return _save(fig, path)
+
+
+def reliability_diagram(curves: pd.DataFrame, path: Path) -> Path:
+    """Accuracy against mean confidence per reliability bin (calibration.reliability_curves:
+    bins summed over the folds of each model's best configuration), one line per combiner,
+    the diagonal (perfect calibration) dashed; empty bins left out."""
+    if curves.empty:
+        raise Skip("no row has the reliability column (sweeps recorded before it), or the "
+                   "data set has none of the combiners drawn")
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(4.8, 4.4))
+        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
+        for model in _models(curves):
+            sub = curves[(curves["model"] == model) & (curves["count"] > 0)]
+            ax.plot(sub["mean_confidence"], sub["accuracy"], marker="o", ms=3,
+                    color=colour(model),
+                    label=f"{model_label(model)} (ECE {100 * sub['ece'].iloc[0]:.1f}%)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("mean confidence in the bin (max class probability)")
+        ax.set_ylabel("accuracy in the bin (fraction right)")
+        _legend(ax, ncol=2)
+        return _save(fig, path)

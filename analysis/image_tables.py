@@ -12,7 +12,9 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, is_heterogeneous, model_label, model_sort_key
-from analysis.stats import holm, paired_test, t_half_width, t_interval
+from analysis.resampling import Design, design
+from analysis.stats import (PairedTest, decide, difference_interval, paired_test, t_half_width,
+                            test_cells)
 from analysis.tables import in_model_order
 from sbfn_dist.settings.records import DIAGNOSTICS
 
@@ -20,8 +22,16 @@ LEVEL = 0.95
 BASE = "base_avg"
 MEAN = "logit_mean"
 MIX = ("dataset", "ensemble")     # image rows are compared per data set and architecture mix
+# Beside accuracy: the records' calibration scores (ECE, a fraction shown in %; log-loss in nats).
+CALIBRATION = ("ece", "nll")
 EFFICIENCY = ("train_seconds", "eval_seconds", "members_train_seconds", "flops_per_example",
               "n_params_members")
+
+CALIBRATION_NOTE = (
+    "ECE (%): expected calibration error (Guo et al. 2017, 15 equal-width confidence bins), "
+    "NLL: the mean log-loss (nats) on the test part; each averaged as the accuracy is (per split "
+    "over configurations and seeds, then over splits); – where the rows have none (sweeps "
+    "recorded before the columns).")
 
 NOTES = {
     "overall": [
@@ -30,6 +40,7 @@ NOTES = {
         "95% Student-t interval across splits (t_{0.975, n-1} · s / √n).",
         "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
         "individual members), or minus Mean (logit averaging), in percentage points.",
+        CALIBRATION_NOTE,
     ],
     "overall_folds": [
         "Accuracy in %: for each fold, the mean accuracy over every configuration and seed of the "
@@ -37,11 +48,13 @@ NOTES = {
         "interval across folds (t_{0.975, n-1} · s / √n).",
         "Gain (pts): the combiner's accuracy minus that of Base avg. (the mean accuracy of the "
         "individual members), or minus Mean (logit averaging), in percentage points.",
+        CALIBRATION_NOTE,
     ],
     "best": [
         "Best configuration: for each data set, architecture mix and combiner, the configuration "
         "(hyper-parameters that vary in the sweep) with the highest mean accuracy over splits; "
-        "± is the 95% t half width across its splits; seconds are means over its splits.",
+        "± is the 95% t half width across its splits; seconds, ECE and NLL are means over its "
+        "splits.",
         "members %: the mean accuracy of the individual members in that configuration.",
     ],
     "efficiency": [
@@ -60,15 +73,18 @@ NOTES = {
     ],
     "heterogeneity": [
         "Per data set, combiner, M, ε and heterogeneous mix ('mixed', or a list of different "
-        "architectures or factories): within each split, its accuracy minus the mean accuracy "
+        "architectures or factories): within each split (a (seed, split) pair: seeds re-draw "
+        "the splits), its accuracy minus the mean accuracy "
         "of the homogeneous mixes of the same split (the paper's claim "
         "that architectural heterogeneity matters more as data get harder reads across data "
         "sets: rows sorted by the homogeneous mixes' accuracy, hardest last), and minus the "
         "homogeneous mix with the best mean over the splits (named). Gains in points, mean over "
-        "splits ± the half width of the 95% Student-t interval across splits.",
-        "p: two-sided paired test across splits (the report's --test) of the heterogeneous mix "
-        "against the homogeneous mean; p (Holm): adjusted over the table's rows. Only splits "
-        "where every mix of the row trained count.",
+        "splits ± the half width of the 95% interval that goes with the test (the corrected "
+        "one, t_{0.975, J−1} · s · sqrt(1/J + n2/n1), for the corrected and Bayesian tests; "
+        "Student's t_{0.975, J−1} · s / √J for the uncorrected ones).",
+        "The paired test of the heterogeneous mix against the homogeneous mean across the "
+        "splits, the table's rows one family. Only splits where every mix of the row trained "
+        "count.",
     ],
     "diagnostics": [
         "One value per (trial, split): the diagnostics are computed once on the members' test "
@@ -96,7 +112,7 @@ def with_kind(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def overall_accuracy(ok: pd.DataFrame, by=MIX) -> pd.DataFrame:
-    """Long table: `by`, model, accuracy %, ± and the gains in points."""
+    """Long table: `by`, model, accuracy %, ±, the gains in points, ECE % and NLL."""
     keys = [*by, "model"]
     acc = split_interval(ok, keys, "accuracy")
     acc[["mean", "half_width"]] *= 100
@@ -104,7 +120,16 @@ def overall_accuracy(ok: pd.DataFrame, by=MIX) -> pd.DataFrame:
     for other, col in ((BASE, "gain_vs_base_avg"), (MEAN, "gain_vs_mean")):
         cells = list(zip(*(acc[k] for k in by), [other] * len(acc)))
         acc[col] = acc["mean"].to_numpy() - ref.reindex(cells).to_numpy()
-    return _order(acc, by)
+    return _order(acc.merge(calibration_means(ok, keys), on=keys, how="left"), by)
+
+
+def calibration_means(ok: pd.DataFrame, keys: list) -> pd.DataFrame:
+    """Per group of keys: ECE (`ece_pct`, %) and NLL, each split's mean averaged over the
+    splits (as split_interval averages the accuracy); NaN where the rows lack them."""
+    rows = ok.assign(**{c: np.nan for c in CALIBRATION if c not in ok})
+    per_split = fold_values(rows, keys, CALIBRATION[0], CALIBRATION[1:])
+    out = per_split.groupby(keys, dropna=False, sort=False)[list(CALIBRATION)].mean()
+    return out.reset_index().assign(ece=lambda d: 100 * d["ece"]).rename(columns={"ece": "ece_pct"})
 
 
 def _order(df: pd.DataFrame, first=MIX) -> pd.DataFrame:
@@ -118,33 +143,37 @@ def plus_minus(mean: pd.Series, half: pd.Series, unit: str = "split") -> pd.Seri
 
 
 def overall_view(acc: pd.DataFrame, by=MIX, unit: str = "split") -> pd.DataFrame:
-    """Wide view for the report: one row per `by` (data set x architecture mix for images)."""
-    cell = plus_minus(acc["mean"], acc["half_width"], unit)
-    wide = acc.assign(cell=cell).pivot(index=list(by), columns="model", values="cell")
-    wide = wide[sorted(wide.columns, key=model_sort_key)]
-    wide.columns = [model_label(m) for m in wide.columns]
-    for model in (m for m in ("sbfn", "sbfn_stacked") if m in set(acc["model"])):
-        gains = acc[acc["model"] == model].set_index(list(by))
-        for col, ref in (("gain_vs_base_avg", "Base avg."), ("gain_vs_mean", "Mean")):
-            wide[f"{model_label(model)} − {ref} (pts)"] = gains[col].map("{:+.2f}".format)
-    wide = wide.reset_index()
+    """The report's view: one row per `by` (data set x architecture mix for images) and model,
+    its accuracy with the interval, the gains, ECE and NLL."""
+    view = pd.DataFrame({**{k: acc[k] for k in by}, "model": acc["model"].map(model_label),
+                         "accuracy (%)": plus_minus(acc["mean"], acc["half_width"], unit),
+                         "− Base avg. (pts)": fixed(acc["gain_vs_base_avg"], "+.2f"),
+                         "− Mean (pts)": fixed(acc["gain_vs_mean"], "+.2f"),
+                         "ECE (%)": fixed(acc["ece_pct"], ".2f"), "NLL": fixed(acc["nll"], ".3f")})
     if "ensemble" in by:
-        wide["ensemble"] = wide["ensemble"].map(ensemble_label)
-    return wide.fillna("–")
+        view["ensemble"] = view["ensemble"].map(ensemble_label)
+    return view
+
+
+def fixed(values: pd.Series, spec: str) -> pd.Series:
+    """Numbers in the format `spec`, "–" where there is none."""
+    return values.map(lambda v: "–" if pd.isna(v) else format(v, spec))
 
 
 def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
     group = ["dataset", "ensemble", "model"]
-    extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean") if c in ok]
+    extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean", *CALIBRATION)
+             if c in ok]
     conf = configurations(ok, "accuracy", extra=extra)
     best = conf.loc[best_index(conf.groupby(group, sort=False)["mean"], "classification")]
     best = best.reset_index(drop=True)
     out = best[group + ["config", "n_members", "epsilon"]].assign(
         accuracy_pct=100 * best["mean"], n_splits=best["n_folds"],
         half_width_pct=100 * t_half_width(best["std"], best["n_folds"], LEVEL), **best[extra])
-    if "member_accuracy_mean" in out:
-        out["member_accuracy_mean"] *= 100
-    return _order(out)
+    for pct in ("member_accuracy_mean", "ece"):
+        if pct in out:
+            out[pct] *= 100
+    return _order(out.rename(columns={"ece": "ece_pct"}))
 
 
 def efficiency(ok: pd.DataFrame) -> pd.DataFrame:
@@ -175,19 +204,21 @@ def epsilon_view(eps: pd.DataFrame) -> pd.DataFrame:
 GAIN_KEYS = ["dataset", "model", "n_members", "epsilon"]
 
 
-def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+def heterogeneity_gain(ok: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.DataFrame:
     """Each heterogeneous mix against the homogeneous ones, paired by split (NOTES
     "heterogeneity"); empty when no row has a heterogeneous mix and a homogeneous one."""
-    per_split = fold_values(ok, [*GAIN_KEYS, "ensemble"], "accuracy")
-    wide = per_split.pivot_table(index=[*GAIN_KEYS, "fold"], columns="ensemble",
-                                 values="accuracy") * 100
-    mixes = [c for c in wide.columns if is_heterogeneous(c)]
-    rows = [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False) for mix in mixes
-            if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, mix, test))]
+    rows = []
+    for _, sub in ok.groupby("dataset", sort=False):
+        plan = design(sub)
+        per_split = fold_values(sub, [*GAIN_KEYS, "ensemble"], "accuracy", unit=plan.unit)
+        wide = per_split.pivot_table(index=[*GAIN_KEYS, *plan.unit], columns="ensemble",
+                                     values="accuracy") * 100
+        mixes = [c for c in wide.columns if is_heterogeneous(c)]
+        rows += [row for key, g in wide.groupby(level=GAIN_KEYS, sort=False) for mix in mixes
+                 if (row := _gain_row(dict(zip(GAIN_KEYS, key)), g, mix, test, plan))]
     if not rows:
         return pd.DataFrame()
-    out = pd.DataFrame(rows)
-    out["p_holm"] = holm(out["p"])
+    out = decide(pd.DataFrame(rows), test)
     # per combiner, M and ε the data sets from easiest to hardest: the claim reads down a block
     # (a data set's heterogeneous mixes share its homogeneous accuracy: by name among them)
     order = out.assign(_k=out["model"].map(model_sort_key), _d=-out["homogeneous_accuracy"])
@@ -195,7 +226,8 @@ def heterogeneity_gain(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
             .drop(columns=["_k", "_d"]).reset_index(drop=True))
 
 
-def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: str) -> dict | None:
+def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: PairedTest,
+              plan: Design) -> dict | None:
     """One row of heterogeneity_gain for one (data set, combiner, M, ε) and heterogeneous mix,
     or None when that mix or every homogeneous mix is missing."""
     homogeneous = [c for c in g.columns if not is_heterogeneous(c) and g[c].notna().any()]
@@ -205,16 +237,17 @@ def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: str) -> dict | None:
     mean = g[homogeneous].mean(axis=1)
     best = max(homogeneous, key=lambda c: g[c].mean())
     mixed = g[mix]
-    gain, half, n = t_interval(mixed - mean, LEVEL)
-    gain_best, half_best, _ = t_interval(mixed - g[best], LEVEL)
+    gain, half, n = difference_interval(mixed - mean, test, plan.ratio, LEVEL)
+    gain_best, half_best, _ = difference_interval(mixed - g[best], test, plan.ratio, LEVEL)
     return {**key, "heterogeneous": mix, "homogeneous": " ".join(homogeneous),
             "homogeneous_accuracy": mean.mean(),
             "heterogeneous_accuracy": mixed.mean(), "gain_vs_mean": gain, "half_width": half,
-            "p": paired_test(mixed, mean, test)[1], "best_homogeneous": best,
-            "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n}
+            **paired_test(mixed, mean, test, plan.ratio), "best_homogeneous": best,
+            "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n,
+            "size_ratio": plan.ratio}
 
 
-def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
+def heterogeneity_view(gain: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.DataFrame:
     signed = lambda m, h: f"{m:+.2f}" + ("" if h != h else f" ± {h:.2f}")
     return pd.DataFrame({
         "dataset": gain["dataset"], "combiner": gain["model"].map(model_label),
@@ -223,7 +256,7 @@ def heterogeneity_view(gain: pd.DataFrame) -> pd.DataFrame:
         "homogeneous (%)": gain["homogeneous_accuracy"].map("{:.2f}".format),
         "heterogeneous (%)": gain["heterogeneous_accuracy"].map("{:.2f}".format),
         "− homogeneous mean (pts)": list(map(signed, gain["gain_vs_mean"], gain["half_width"])),
-        "p": gain["p"].map("{:.2g}".format), "p (Holm)": gain["p_holm"].map("{:.2g}".format),
+        **test_cells(gain, test),
         "− best homogeneous (pts)": [f"{signed(m, h)} ({ensemble_label(b)})" for m, h, b in zip(
             gain["gain_vs_best"], gain["half_width_best"], gain["best_homogeneous"])],
         "splits": gain["n_splits"]})

@@ -21,7 +21,8 @@ from pathlib import Path, PurePosixPath
 from analysis import sections
 from analysis.collect import Results, ResultsError, is_remote, load_results, open_location
 from analysis.document import Contents, Heading, Table, Text, html_page, markdown, write_tables
-from analysis.stats import TESTS
+from analysis.stats import (DEFAULT_TEST, TESTS, PairedTest, PairedTestError,
+                            paired_test_of)
 
 TITLE = "sbfn-dist results report"
 REPORT_DIRS = ("figures", "tables")
@@ -42,7 +43,8 @@ SECTIONS = {"regression": ("Regression", sections.regression_section),
             "tabular": ("Tabular classification", sections.tabular_section)}
 
 
-def section_blocks(results: Results, test: str = "t", figdir: Path | None = None) -> list:
+def section_blocks(results: Results, test: PairedTest = PairedTest(),
+                   figdir: Path | None = None) -> list:
     """Each section with rows: its heading, then its blocks (figures only with a figdir)."""
     blocks = []
     for name, part in by_section(results.ok).items():
@@ -53,20 +55,21 @@ def section_blocks(results: Results, test: str = "t", figdir: Path | None = None
     return blocks or [Text("No row has status ok: there is nothing to summarise yet.")]
 
 
-def table_blocks(results: Results, test: str = "t") -> list:
+def table_blocks(results: Results, test: PairedTest = PairedTest()) -> list:
     """Every table of the report, without figures (what benchmarks/bench_report.py times)."""
-    return (sections.overview_blocks(results) + section_blocks(results, test)
-            + sections.status_blocks(results))
+    return (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
+            + section_blocks(results, test) + sections.status_blocks(results))
 
 
-def document(results: Results, figdir: Path, test: str = "t") -> list:
-    """The whole report: title, contents, sweeps, the sections with their figures and key
-    tables, then the detailed tables under the name of the section each came from."""
+def document(results: Results, figdir: Path, test: PairedTest = PairedTest()) -> list:
+    """The whole report: title, contents, sweeps, the verdicts, the sections with their figures
+    and key tables, then the detailed tables under the name of the section each came from."""
     head = [Heading(TITLE, 1), Text(f"Sweeps: {', '.join(s.name for s in results.sweeps)}. "
                                     f"Generated {time.strftime('%Y-%m-%d %H:%M')} from "
                                     f"{len(results.table)} result rows."), Contents()]
     body, details, section = [], {}, ""
-    for b in sections.overview_blocks(results) + section_blocks(results, test, figdir):
+    for b in (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
+              + section_blocks(results, test, figdir)):
         if isinstance(b, Heading) and b.level == 2:
             section = b.text
         if isinstance(b, Table) and b.detail:
@@ -79,7 +82,7 @@ def document(results: Results, figdir: Path, test: str = "t") -> list:
     return head + body + [Heading("Detailed tables"), *closing]
 
 
-def write_report(paths, out: Path | None = None, test: str = "t") -> Path:
+def write_report(paths, out: Path | None = None, test: PairedTest = PairedTest()) -> Path:
     """Build the report of one or more results paths or URIs into `out` (default_out).
 
     Raises ResultsError for results it cannot read and OutError for an `out` it cannot write;
@@ -173,11 +176,16 @@ def main(argv=None) -> int:
                         "or URIs as the sweeps' --storage takes (s3://bucket/prefix/<sweep>)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default: "
                         "<first results dir>/report; <sweep>-report here for a URI)")
-    parser.add_argument("--test", choices=TESTS, default="t", help="paired test of the ranking")
+    parser.add_argument("--test", choices=tuple(TESTS), default=DEFAULT_TEST,
+                        help=f"the paired test of every comparison (default {DEFAULT_TEST}): "
+                        + "; ".join(f"{name}: {says}" for name, (_, says) in TESTS.items()))
+    parser.add_argument("--rope", type=float, default=None, help="with --test bayes: the region "
+                        "of practical equivalence [-ROPE, ROPE] in the metric's units (accuracy "
+                        "as a fraction: 0.01 is one point)")
     args = parser.parse_args(argv)
     try:
-        out = write_report(args.results, args.out, args.test)
-    except (ResultsError, OutError) as exc:
+        out = write_report(args.results, args.out, paired_test_of(args.test, args.rope))
+    except (ResultsError, OutError, PairedTestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"report written to {out}/report.md and {out}/report.html")

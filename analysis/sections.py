@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import figures, image_tables as it, paper_images, tables
+from analysis import calibration, figures, image_tables as it, paper_images, tables, verdict
 from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import metric_label, model_label, param_label
+from analysis.stats import PairedTest, paired_test_notes
 from sbfn_dist.settings.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
@@ -55,6 +56,19 @@ def overview_blocks(results) -> list:
     return blocks
 
 
+def verdict_blocks(results, test: PairedTest) -> list:
+    """The verdicts (verdict.py): the s-BFN against the practitioners' combiners, per data set."""
+    table = verdict.verdicts(results.ok, test, results.searched.objectives)
+    missing = verdict.missing_note(results.ok, table)
+    if table.empty:
+        return [Heading("Verdicts"), Text(missing or "No verdict: no row has status ok.")]
+    return [Heading("Verdicts"),
+            Table("verdicts", "Verdicts: the s-BFN against the practitioners' combiners and the "
+                  "best single hypothesis", table, verdict.verdict_view(table, test),
+                  verdict.NOTES + paired_test_notes(test, table["n_pairs"])),
+            *([Text(missing)] if missing else [])]
+
+
 def status_blocks(results) -> list:
     """Rows by status, and the rows that diverged or failed (both detailed tables)."""
     blocks = [Table("status", "Rows by status", tables.status_counts(results.table),
@@ -70,7 +84,7 @@ def _unit(ok: pd.DataFrame) -> str:
     return str(units[0]) if len(units) == 1 else ""
 
 
-def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def regression_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                        figdir: Path | None = None, searched: Searched = Searched()) -> list:
     blocks = []
     for dataset, sub in ok.groupby("dataset", sort=True):
@@ -106,27 +120,25 @@ def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame, searched: Searche
     return blocks
 
 
-def heterogeneous_blocks(ok: pd.DataFrame, test: str) -> list:
+def heterogeneous_blocks(ok: pd.DataFrame, test: PairedTest) -> list:
     """The combiners of heterogeneous hypothesis sets against each of their inputs."""
     table = tables.heterogeneous(ok, test)
     if table.empty:
         return []
     return [Table("heterogeneous", "Heterogeneous hypothesis sets: each combiner against each "
                   "of its inputs and the stacking anchors (test RMSE)", table,
-                  notes=tables.NOTES["heterogeneous"])]
+                  notes=tables.NOTES["heterogeneous"] + paired_test_notes(test,
+                                                                          table["n_pairs"]))]
 
 
-def ranking_blocks(ok: pd.DataFrame, task: str, test: str, scope: str = "") -> list:
+def ranking_blocks(ok: pd.DataFrame, task: str, test: PairedTest, scope: str = "") -> list:
     """The ranking and pair tables; `scope` tells apart two sections of one task (file names)."""
     metric = metric_of(task)
     name, of = (f"{metric}_{scope}", f", {scope}") if scope else (metric, "")
     ranks, pairs = tables.ranking(ok, task, test)
     if ranks.empty:
         return [Text(f"Ranking by {metric}{of}: skipped, fewer than two models share a fold.")]
-    test_name = {"t": "Student's paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}[test]
-    notes = tables.NOTES["ranking"] + [f"Test: {test_name}, two-sided."]
-    if test == "wilcoxon":
-        notes.append("With n folds the smallest attainable Wilcoxon p is 2/2^n (0.0625 at n = 5).")
+    notes = tables.NOTES["ranking"] + paired_test_notes(test, pairs["n_pairs"])
     return [Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
             Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs,
                   notes=notes, detail=True)]
@@ -157,14 +169,14 @@ def _figure(name: str, title: str, caption: str, draw, figdir: Path) -> Figure:
         return Figure(name, title, None, str(why))
 
 
-def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def image_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                   figdir: Path | None = None, searched: Searched = Searched()) -> list:
     return (dataset_figures(ok, IMAGE_FIGURES, figdir, searched)
             + [Heading("Image ensembles: comparisons", 3), *image_tables(ok, test),
                *per_data_set_drawn_tables(ok, searched)])
 
 
-def image_tables(ok: pd.DataFrame, test: str) -> list:
+def image_tables(ok: pd.DataFrame, test: PairedTest) -> list:
     acc = it.overall_accuracy(ok)
     best = it.best_configurations(ok)
     eps = it.epsilon_sensitivity(ok)
@@ -179,8 +191,9 @@ def image_tables(ok: pd.DataFrame, test: str) -> list:
     gain = it.heterogeneity_gain(ok, test)
     if not gain.empty:
         blocks.append(Table("heterogeneity_gain", "Heterogeneous vs homogeneous mixes, paired by "
-                            "split (accuracy points)", gain, it.heterogeneity_view(gain),
-                            it.NOTES["heterogeneity"]))
+                            "split (accuracy points)", gain, it.heterogeneity_view(gain, test),
+                            it.NOTES["heterogeneity"] + paired_test_notes(test,
+                                                                          gain["n_splits"])))
     paper = paper_images.paper_comparison(ok)
     if not paper.empty:
         blocks.append(Table("paper_comparison", "Against the paper's image tables (accuracy %)",
@@ -196,16 +209,26 @@ def _best_view(best: pd.DataFrame) -> pd.DataFrame:
     view = best.assign(model=best["model"].map(model_label))
     view["accuracy (%)"] = it.plus_minus(view["accuracy_pct"], view["half_width_pct"])
     keep = ["dataset", "ensemble", "model", "config", "n_members", "epsilon", "accuracy (%)",
-            "member_accuracy_mean", "train_seconds", "eval_seconds"]
+            "ece_pct", "nll", "member_accuracy_mean", "train_seconds", "eval_seconds"]
     return view[[c for c in keep if c in view]].rename(columns={
-        "n_members": "M", "epsilon": "ε", "member_accuracy_mean": "members (%)",
-        "train_seconds": "train s", "eval_seconds": "eval s"})
+        "n_members": "M", "epsilon": "ε", "ece_pct": "ECE (%)", "nll": "NLL",
+        "member_accuracy_mean": "members (%)", "train_seconds": "train s",
+        "eval_seconds": "eval s"})
 
 
 ACCURACY_VIOLIN = (
     "accuracy_violin", "accuracy across configurations", "Distribution over configurations of "
     "each combiner's mean test accuracy (violin; line: median).",
     lambda sub, p: figures.violins(sub, "accuracy", "test accuracy (%)", p))
+
+RELIABILITY = (
+    "reliability", "reliability diagram", "Per combiner (the s-BFN heads, the practitioners' "
+    "anchors, the best single hypothesis, Mean with and without its tuned temperature): accuracy "
+    "against mean confidence in each of the 15 confidence bins (Guo et al. 2017), the bins "
+    "summed over every fold and seed of the combiner's best configuration (the tables' rule); "
+    "empty bins left out; dashed: perfect calibration; the legend gives each one's ECE of the "
+    "summed bins.",
+    lambda sub, p: figures.reliability_diagram(calibration.reliability_curves(sub), p))
 
 IMAGE_FIGURES = (
     ("accuracy_by_m", "accuracy by M", "Mean test accuracy and its 95% interval across splits "
@@ -219,6 +242,7 @@ IMAGE_FIGURES = (
      "architectures; homogeneous: one kind) and combiner.",
      figures.accuracy_by_architecture),
     ACCURACY_VIOLIN,
+    RELIABILITY,
     ("time_vs_accuracy", "training time vs accuracy", "Each configuration's mean training time "
      "per split (members + combiner) against its mean test accuracy.", figures.time_vs_accuracy),
     ("diagnostics_eps", "diagnostics vs ε", "Left: cross-entropy Bregman terms of the members "
@@ -346,14 +370,14 @@ def split_classification(ok: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ok[image], ok[~image]
 
 
-def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: str,
+def tabular_section(ok: pd.DataFrame, not_ok: pd.DataFrame, test: PairedTest,
                     figdir: Path | None = None, searched: Searched = Searched()) -> list:
     return (dataset_figures(ok, TABULAR_FIGURES, figdir, searched, M_EPS_FIGURES["tabular"])
             + [Heading("Tabular classification: comparisons", 3),
                *tabular_tables(ok, test, searched), *per_data_set_drawn_tables(ok, searched)])
 
 
-def tabular_tables(ok: pd.DataFrame, test: str, searched: Searched = Searched()) -> list:
+def tabular_tables(ok: pd.DataFrame, test: PairedTest, searched: Searched = Searched()) -> list:
     acc = it.overall_accuracy(ok, BY_DATASET)
     conf = tables.configuration_table(ok, "classification")
     blocks = [Table("tabular_accuracy_overall", "Test accuracy (%) per data set and model "
@@ -388,7 +412,7 @@ def _m_eps_view(iv: pd.DataFrame) -> pd.DataFrame:
                  "config": "best configuration"})
 
 
-TABULAR_FIGURES = (ACCURACY_VIOLIN,)
+TABULAR_FIGURES = (ACCURACY_VIOLIN, RELIABILITY)
 
 # Each section's (M, ε) figure, drawn where M and ε are a grid's (setting_specs).
 M_EPS_FIGURES = {

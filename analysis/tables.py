@@ -10,12 +10,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.configs import best_index, configurations, fold_values
+from analysis.configs import best_index, configurations
 from analysis.labels import metric_label, model_label, model_sort_key
-from analysis.stats import holm, paired_test, t_half_width
+from analysis.resampling import Design, design, paired_wide
+from analysis.stats import PairedTest, decide, paired_test, t_half_width
 from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, TASKS
-
-ALPHA = 0.05
 
 NOTES = {
     "quartiles": [
@@ -37,23 +36,25 @@ NOTES = {
         "the ensembles and listed beside them; their configurations are their grid's points.",
     ],
     "ranking": [
-        "Each model's per-fold score is its metric averaged over every configuration and seed on that "
-        "fold (split); only folds where every model of the data set has a score are used.",
-        "rank 1 = best mean over those folds (lowest RMSE, highest accuracy).",
-        "Pairs: a paired test of the per-fold scores of two models across folds (the fold is the "
-        "pairing unit; both models were tested on the same rows). p_holm: Holm's step-down "
-        "correction over all pairs of the data set; significant: p_holm < 0.05.",
+        "Each model's score on a split, a (seed, fold) (seeds re-split the data; a published test "
+        "split is one split whatever the seed), is its metric averaged over every configuration "
+        "on that split; only splits where every model of the data set has a score are used "
+        "(n_pairs of them).",
+        "rank 1 = best mean over those splits (lowest RMSE, highest accuracy).",
+        "Pairs: a paired test of two models' scores across the splits (both models were tested "
+        "on the same rows), over all pairs of the data set as one family; mean_difference: the "
+        "model listed first minus the other.",
     ],
     "heterogeneous": [
         "Rows of trials whose D held plug-in hypotheses: each combiner of that D and each plug-in "
         "on its own (the same fit that gave its column). Every model chose its setting on the "
         "training part (inner CV) or has none; closed forms and online variants are shown at "
         "every λ2 they evaluated, not the best one.",
-        "mean: each fold's test RMSE averaged over seeds, then over folds; std: across folds "
-        "(ddof = 1). minus_sbfn_rbf: mean − the multivariate s-BFN's mean (positive: s-BFN "
-        "better). p: paired test across folds of sbfn_rbf against the row; p_holm: Holm's "
-        "correction over the data set's tests. With one split (a published test set) there is "
-        "no test.",
+        "mean: the test RMSE over the (seed, fold) splits (each averaged over repeated runs); "
+        "std: across them (ddof = 1). minus_sbfn_rbf: mean − the multivariate s-BFN's mean "
+        "(positive: s-BFN better). The paired test of sbfn_rbf against each row across the "
+        "splits, the data set's rows one family. With one split (a published test set) there "
+        "is no test.",
     ],
     "sweeps": [
         "location: the sweep's results directory relative to this report when both lie in one "
@@ -242,39 +243,35 @@ def _model_key(col: pd.Series) -> pd.Series:
     return col.map(lambda m: model_sort_key(m)[0]) if col.name == "model" else col
 
 
-def ranking(ok: pd.DataFrame, task: str, test: str = "t") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per data set: models ranked by the task's metric (mean per-fold score), and every pair's
-    paired test (Holm)."""
+def ranking(ok: pd.DataFrame, task: str,
+            test: PairedTest = PairedTest()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per data set: models ranked by the task's metric (mean score over the splits they share),
+    and every pair's paired test (NOTES "ranking")."""
     metric = TASKS[task].metric
     ranks, pairs = [], []
     for dataset, sub in ok.groupby("dataset", sort=True):
-        wide = fold_values(sub, ["model"], metric).pivot(index="fold", columns="model", values=metric)
-        wide = wide.dropna()
+        plan = design(sub)
+        wide = paired_wide(sub, "model", metric, plan.unit)
         if wide.empty or wide.shape[1] < 2:
             continue
         means = wide.mean().sort_values(ascending=not TASKS[task].higher_is_better)
         ranks.append(pd.DataFrame({"dataset": dataset, "rank": np.arange(1, len(means) + 1),
                                    "model": means.index, "label": means.index.map(model_label),
-                                   "mean": means.to_numpy(), "n_folds": len(wide)}))
-        pairs.append(_pairs(dataset, wide[means.index], test))
+                                   "mean": means.to_numpy(), "n_pairs": len(wide)}))
+        pairs.append(_pairs(dataset, wide[means.index], test, plan))
     if not ranks:
         return pd.DataFrame(), pd.DataFrame()
     return pd.concat(ranks, ignore_index=True), pd.concat(pairs, ignore_index=True)
 
 
-def _pairs(dataset: str, wide: pd.DataFrame, test: str) -> pd.DataFrame:
+def _pairs(dataset: str, wide: pd.DataFrame, test: PairedTest, plan: Design) -> pd.DataFrame:
     models = list(wide.columns)
-    rows = []
-    for i, a in enumerate(models):
-        for b in models[i + 1:]:
-            stat, p = paired_test(wide[a], wide[b], test)
-            rows.append({"dataset": dataset, "better": a, "worse": b,
-                         "mean_difference": float((wide[a] - wide[b]).mean()),
-                         "test": test, "statistic": stat, "p": p, "n_folds": len(wide)})
-    out = pd.DataFrame(rows)
-    out["p_holm"] = holm(out["p"])
-    out["significant"] = out["p_holm"] < ALPHA
-    return out
+    rows = [{"dataset": dataset, "better": a, "worse": b,
+             "mean_difference": float((wide[a] - wide[b]).mean()), "test": test.name,
+             **paired_test(wide[a], wide[b], test, plan.ratio), "n_pairs": len(wide),
+             "size_ratio": plan.ratio, "no_test": plan.note}
+            for i, a in enumerate(models) for b in models[i + 1:]]
+    return decide(pd.DataFrame(rows), test)
 
 
 def status_counts(table: pd.DataFrame) -> pd.DataFrame:
@@ -316,20 +313,19 @@ PER_LAMBDA2 = ("sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3")
 HETEROGENEOUS_REFERENCE = "sbfn_rbf"
 
 
-def heterogeneous(ok: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+def heterogeneous(ok: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.DataFrame:
     """Per data set: every combiner of a heterogeneous hypothesis set (M members + plug-ins)
-    and every one of its inputs (the plug-ins' own rows), mean test RMSE over folds, and a
-    paired test across folds of sbfn_rbf against each (Holm over the data set's tests)."""
+    and every one of its inputs (the plug-ins' own rows), mean test RMSE over the splits, and
+    a paired test of sbfn_rbf against each (NOTES "heterogeneous")."""
     rows = ok[_heterogeneous_rows(ok)]
     parts = []
     for dataset, sub in rows.groupby("dataset", sort=True):
-        sub = sub.assign(entry=_entry(sub))
-        wide = fold_values(sub, ["entry"], "rmse").pivot(index="fold", columns="entry",
-                                                         values="rmse").dropna()
+        plan = design(sub)
+        wide = paired_wide(sub.assign(entry=_entry(sub)), "entry", "rmse", plan.unit)
         if wide.empty:
             continue
         parts.append(_against_reference(dataset, wide, model_label(HETEROGENEOUS_REFERENCE),
-                                        test))
+                                        test, plan))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -348,17 +344,18 @@ def _entry(sub: pd.DataFrame) -> pd.Series:
     return label.where(~sub["model"].isin(PER_LAMBDA2), label + lam)
 
 
-def _against_reference(dataset: str, wide: pd.DataFrame, reference: str,
-                       test: str) -> pd.DataFrame:
+def _against_reference(dataset: str, wide: pd.DataFrame, reference: str, test: PairedTest,
+                       plan: Design) -> pd.DataFrame:
     means = wide.mean().sort_values()
     std = wide.std(ddof=1) if len(wide) > 1 else pd.Series(np.nan, index=wide.columns)
     out = pd.DataFrame({"dataset": dataset, "model": means.index, "mean": means.to_numpy(),
-                        "std": std[means.index].to_numpy(), "n_folds": len(wide)})
+                        "std": std[means.index].to_numpy(), "n_pairs": len(wide)})
     if reference not in wide:
         return out
     out["minus_sbfn_rbf"] = out["mean"] - means[reference]
-    tests = [paired_test(wide[reference], wide[m], test) if m != reference else (np.nan, np.nan)
-             for m in means.index]
-    out["p"] = [p for _, p in tests]
-    out["p_holm"] = holm(out["p"])
-    return out
+    others = out["model"] != reference
+    if not others.any():
+        return out
+    tests = pd.DataFrame([paired_test(wide[reference], wide[m], test, plan.ratio)
+                          for m in out.loc[others, "model"]], index=out.index[others])
+    return out.join(decide(tests, test)).assign(size_ratio=plan.ratio, no_test=plan.note)

@@ -1,11 +1,12 @@
 """Report tables for a synthetic 100k-row results table (issue 5 target: under 5 s).
 
-Times `analysis.report.table_blocks` (every table: status, quartiles, (M, ε) intervals, image
-accuracy, best configurations, efficiency, ε-sensitivity, diagnostics, rankings with paired
-tests) plus writing the CSVs and report.md; figures are not included. The table mixes a
-regression sweep (2 data sets, 9 models, M x ε x κ x λ2 grid, 10 folds) and an image sweep (3 data
-sets, 3 architecture mixes, 8 combiners, 5 splits, 2 seeds), 1% of rows diverged, then a random
-100k rows are kept (a partial sweep).
+Times `analysis.report.table_blocks` (every table: the verdicts, status, quartiles, (M, ε)
+intervals, image accuracy with ECE and NLL, best configurations, efficiency, ε-sensitivity,
+diagnostics, rankings with paired tests) plus writing the CSVs and report.md; figures are not
+included. The table mixes a regression sweep (2 data sets, 9 models and the 4 practitioners'
+anchors and best single, M x ε x κ x λ2 grid, 10 folds of 1000 rows) and an image sweep (3 data
+sets, 3 architecture mixes, 8 combiners and the 4 anchors, 5 holdout splits, 2 seeds), 1% of
+rows diverged, then a random 100k rows are kept (a partial sweep).
 """
 
 import tempfile
@@ -19,6 +20,7 @@ from analysis.collect import Results, SweepInfo, normalise
 from analysis.document import markdown, write_tables
 from analysis.report import table_blocks
 from benchmarks.common import cli, machine
+from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE
 
 TARGET_SECONDS = 5.0
 ROWS, QUICK_ROWS = 100_000, 10_000
@@ -33,7 +35,8 @@ def regression_rows(rng) -> pd.DataFrame:
     grid = dict(dataset=["air_quality", "appliances"], n_members=[2, 5, 10, 20],
                 epsilon=[0.0, 0.1, 0.2, 0.35, 0.5], width=[25, 50, 100], fold=range(10))
     ens = _product(**grid, lambda2=[0.0, 3.0, 5.0, 7.0], model=["sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3"])
-    arith = _product(**grid, model=["arithmetic"]).assign(lambda2=np.nan)
+    arith = _product(**grid, model=["arithmetic", *ANCHORS["regression"], BEST_SINGLE]).assign(
+        lambda2=np.nan)
     comp = _product(dataset=grid["dataset"], model=COMPETITORS,
                     setting=range(12), fold=range(10))
     comp["model_params"] = '{"setting": ' + comp.pop("setting").astype(str) + "}"
@@ -43,12 +46,13 @@ def regression_rows(rng) -> pd.DataFrame:
     keys = df[["dataset", "n_members", "epsilon", "width", "fold", "model_params"]]
     df["trial_id"] = pd.util.hash_pandas_object(keys.where(df["model"].isin(COMPETITORS), keys.drop(
         columns="model_params").assign(model_params="")), index=False).astype(str)
-    return df.assign(task="regression", seed=0, train_seconds=rng.random(len(df)), eval_seconds=0.01)
+    return df.assign(task="regression", seed=0, train_seconds=rng.random(len(df)), eval_seconds=0.01,
+                     split="kfold", n_train=900, n_test=100)
 
 
 def image_rows(rng) -> pd.DataFrame:
     models = ["sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean", "logit_mean_tuned",
-              "prob_mean", "base_avg"]
+              "prob_mean", "base_avg", *ANCHORS["classification"], BEST_SINGLE]
     df = _product(dataset=["mnist", "fashion_mnist", "cifar10"], ensemble=["mixed", "cnn", "resnet"],
                   n_members=[3, 5, 10], epsilon=[0.0, 0.1, 0.3, 0.5, 0.8], lr_alpha=[0.01, 0.1],
                   temperature=[1.0, 3.0], lr=[1e-3, 1e-2], seed=[0, 1], fold=range(5), model=models)
@@ -58,7 +62,9 @@ def image_rows(rng) -> pd.DataFrame:
     for col in ("gibbs_risk", "disagreement", "mv_risk", "c_bound", "bregman_bias", "bregman_diversity"):
         df[col] = rng.random(n)
     return df.assign(task="classification", train_seconds=10 * rng.random(n), eval_seconds=0.5,
-                     flops_per_example=1e6, n_params_members=3e5, member_accuracy_mean=0.7)
+                     flops_per_example=1e6, n_params_members=3e5, member_accuracy_mean=0.7,
+                     ece=0.1 * rng.random(n), nll=rng.random(n), split="holdout", n_train=4500,
+                     n_val=500, n_test=1000)
 
 
 def synthetic_results(n_rows: int, seed: int = 0) -> Results:

@@ -66,7 +66,8 @@ def image_records() -> list:
     return recs
 
 
-TABULAR_COMBINERS = ["sbfn", "moe", "logit_mean", "prob_mean", "base_avg"]
+# stack_logistic: a practitioners' anchor, so the report has a verdict of real records
+TABULAR_COMBINERS = ["sbfn", "moe", "logit_mean", "prob_mean", "base_avg", "stack_logistic"]
 
 
 def tabular_records() -> list:
@@ -160,7 +161,7 @@ def test_figures_are_written_or_skipped_with_a_reason(report):
     md = (report / "report.md").read_text()
     for png in re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md):
         assert (report / png).stat().st_size > 1000
-    assert len(list((report / "figures").glob("*.png"))) == 9
+    assert len(list((report / "figures").glob("*.png"))) == 11
     # every image trial used M = 2: the accuracy-by-M figure says why it is missing
     assert "digits: accuracy by M:* ['n_members'] take a single value" in md
 
@@ -208,7 +209,8 @@ def test_tabular_overall_accuracy_puts_competitors_beside_the_combiners(report, 
 
 def test_tabular_m_eps_interval_is_the_t_interval_over_folds(report, iris):
     csv = pd.read_csv(report / "tables" / "tabular_accuracy_m_eps.csv")
-    assert len(csv) == 4 * len(TABULAR_COMBINERS)               # random forest has no (M, ε)
+    # random forest has no (M, ε); the (M, ε) tables show the task's default combiners only
+    assert len(csv) == 4 * len([c for c in TABULAR_COMBINERS if c != "stack_logistic"])
     row = csv[(csv["model"] == "sbfn") & (csv["n_members"] == 3) & (csv["epsilon"] == 0.6)].iloc[0]
     folds = iris[(iris["model"] == "sbfn") & (iris["n_members"] == 3) & (iris["epsilon"] == 0.6)]
     acc = folds.sort_values("fold")["accuracy"].to_numpy()
@@ -221,9 +223,51 @@ def test_tabular_ranking_orders_by_fold_mean_and_tests_pairs(report, iris):
     pairs = pd.read_csv(report / "tables" / "pairs_accuracy_tabular.csv")
     wide = per_fold(iris, ["model"]).pivot(index="fold", columns="model", values="accuracy")
     assert list(ranks["mean"]) == pytest.approx(sorted(wide.mean(), reverse=True))
-    assert len(pairs) == 6 * 5 / 2
+    assert len(pairs) == 7 * 6 / 2
     pair = pairs[(pairs["better"] == "random_forest") & (pairs["worse"] == "base_avg")].iloc[0]
-    assert pair["p"] == pytest.approx(stats.ttest_rel(wide["random_forest"], wide["base_avg"]).pvalue)
+    # the corrected resampled t test, n2/n1 from the records (training part: members + validation)
+    splits = iris.drop_duplicates(["seed", "fold"])
+    ratio = splits["n_test"].mean() / (splits["n_train"] + splits["n_val"]).mean()
+    d = (wide["random_forest"] - wide["base_avg"]).to_numpy()
+    t = d.mean() / np.sqrt((1 / 3 + ratio) * d.var(ddof=1))
+    assert pair["size_ratio"] == pytest.approx(0.5, rel=0.1)        # 3 folds: about 1/(3 - 1)
+    assert pair["p"] == pytest.approx(2 * stats.t.sf(abs(t), 2))
+
+
+def test_the_verdict_reads_each_model_at_its_best_configuration_paired_by_fold(report, iris):
+    """Iris's s-BFN (the tabular default objective) against stack_logistic, from the records:
+    each at the (M, ε) with the best mean accuracy over folds."""
+    verdict = pd.read_csv(report / "tables" / "verdicts.csv")
+    assert verdict[["dataset", "sbfn", "against"]].values.tolist() == [
+        ["iris", "sbfn", "stack_logistic"]]
+    def best(model):
+        rows = iris[iris["model"] == model]
+        means = rows.groupby(["n_members", "epsilon"])["accuracy"].mean()
+        m, eps = means.idxmax()
+        chosen = rows[(rows["n_members"] == m) & (rows["epsilon"] == eps)]
+        return chosen.set_index("fold")["accuracy"].sort_index()
+    d = best("sbfn") - best("stack_logistic")
+    row = verdict.iloc[0]
+    assert (row["mean_difference"], row["n_pairs"]) == (pytest.approx(d.mean(), abs=1e-12), 3)
+    assert (row["n_better"], row["n_worse"]) == ((d > 0).sum(), (d < 0).sum())
+    md = (report / "report.md").read_text()
+    assert md.index("## Verdicts") < md.index("## Regression")
+    assert "No verdict for diabetes: no rows of ensemble_selection, stack_nnls, stack_ridge, " \
+           "best_single" in md and "No verdict for digits" in md
+
+
+def test_every_table_with_a_test_takes_the_bayesian_one(sweeps):
+    """Its three probabilities where the others show p; no Holm; the notes name the rope."""
+    from analysis.report import table_blocks
+    from analysis.stats import paired_test_of
+    blocks = table_blocks(load_results(list(sweeps)), paired_test_of("bayes", 0.01))
+    shown = {b.name: b for b in blocks if isinstance(b, Table)}
+    pairs = shown["pairs_accuracy_tabular"].data
+    assert {"p_left", "p_rope", "p_right"} <= set(pairs) and "p_holm" not in pairs
+    assert pairs[["p_left", "p_rope", "p_right"]].sum(axis=1).to_numpy() == pytest.approx(1)
+    for name in ("heterogeneity_gain", "verdicts"):
+        assert {"P(left)", "P(rope)", "P(right)"} <= set(shown[name].view), name
+        assert any("region of practical equivalence ±0.01" in n for n in shown[name].notes)
 
 
 def test_cli_writes_the_report_to_the_out_dir(sweeps, tmp_path, capsys):

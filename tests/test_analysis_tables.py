@@ -11,7 +11,7 @@ from analysis import image_tables as it, tables
 from analysis.collect import ResultsError, check_columns, normalise
 from analysis.configs import configurations, varying_columns
 from analysis.labels import ensemble_label
-from analysis.stats import holm, t_interval
+from analysis.stats import PairedTest, holm, t_interval
 
 
 def reg_rows(model, values_by_config, **fixed):
@@ -73,8 +73,8 @@ def test_ranking_orders_models_and_tests_pairs_across_folds():
     ranks, pairs = tables.ranking(pd.DataFrame(rows), "regression")
     assert list(ranks["model"]) == ["a", "b"] and list(ranks["rank"]) == [1, 2]
     pair = pairs.iloc[0]
-    sd = math.sqrt(0.02 / 3)                            # differences 1, 1.1, 0.9, 1.0
-    assert pair["statistic"] == pytest.approx(-1 / (sd / 2))
+    # differences -1, -1.1, -0.9, -1.0: s² = 0.02 / 3; no sizes recorded: n2/n1 = 1/(4 - 1)
+    assert pair["statistic"] == pytest.approx(-1 / math.sqrt((1 / 4 + 1 / 3) * 0.02 / 3))
     assert pair["p_holm"] == pair["p"] and pair["significant"]
 
 
@@ -112,6 +112,19 @@ def test_best_configuration_and_diagnostics_once_per_split():
     assert best.loc["sbfn", "epsilon"] == 0.5 and best.loc["sbfn", "accuracy_pct"] == pytest.approx(85)
     diag = it.diagnostics_by_epsilon(df)
     assert diag.iloc[0]["gibbs_risk"] == pytest.approx(0.35) and diag.iloc[0]["n"] == 2
+
+
+def test_ece_and_log_loss_stand_beside_accuracy_averaged_as_it_is():
+    """Per split over the rows, then over splits; ECE in %; – for rows without the columns."""
+    df = img_rows().assign(ece=lambda d: 0.1 * d["fold"] + 0.05, nll=lambda d: d["accuracy"] / 2)
+    acc = it.overall_accuracy(df).set_index("model")
+    assert acc.loc["sbfn", "ece_pct"] == pytest.approx(10.0, abs=1e-12)       # 5 % and 15 %
+    assert acc.loc["sbfn", "nll"] == pytest.approx(0.425, abs=1e-12)          # (0.40 + 0.45) / 2
+    best = it.best_configurations(df).set_index("model")
+    assert best.loc["base_avg", "ece_pct"] == pytest.approx(10.0, abs=1e-12)
+    view = it.overall_view(it.overall_accuracy(img_rows())).set_index("model")
+    assert (view.loc["s-BFN", "ECE (%)"], view.loc["s-BFN", "NLL"]) == ("–", "–")
+    assert view.loc["s-BFN", "− Base avg. (pts)"] == "+14.00"
 
 
 def test_varying_columns_ignore_folds_seeds_and_outputs():
@@ -208,9 +221,15 @@ def test_heterogeneous_table_compares_sbfn_rbf_with_each_input_per_fold():
                                  "s-BFN least squares + linear (λ2 = 7)"]
     knn = table.loc["k-NN"]
     assert knn["mean"] == pytest.approx(8 / 3) and knn["minus_sbfn_rbf"] == pytest.approx(2 / 3)
-    from scipy.stats import ttest_rel
-    assert knn["p"] == pytest.approx(ttest_rel([1.0, 2.0, 3.0], [1.5, 3.0, 3.5]).pvalue)
+    assert knn["p"] == pytest.approx(corrected_p([1.0, 2.0, 3.0], [1.5, 3.0, 3.5], 1 / 2))
     assert np.isnan(table.loc["s-BFN multivariate RBF (K by inner CV)", "p"])
+
+
+def corrected_p(a, b, ratio: float) -> float:
+    """Nadeau & Bengio's corrected resampled t test of a − b, by hand."""
+    d = np.subtract(a, b)
+    t = d.mean() / math.sqrt((1 / len(d) + ratio) * d.var(ddof=1))
+    return 2 * stats.t.sf(abs(t), len(d) - 1)
 
 
 def mix_rows(dataset, accuracies):
@@ -230,9 +249,10 @@ def test_heterogeneity_gain_is_paired_by_split_and_sorted_easiest_first():
     assert list(gain["dataset"]) == ["mnist", "cifar10"]          # easiest first
     row = gain.set_index("dataset").loc["cifar10"]
     diffs = np.array([5.0, 1.0, 3.0])           # mixed minus the mean of cnn and resnet, points
-    mean, half, n = t_interval(diffs, 0.95)
-    assert (row["gain_vs_mean"], row["half_width"], row["n_splits"]) == pytest.approx((mean, half, n))
-    assert row["p"] == pytest.approx(stats.ttest_rel([60, 66, 63], [55, 65, 60]).pvalue)
+    # the corrected interval: no sizes recorded, n2/n1 = 1/(3 - 1)
+    half = stats.t.ppf(0.975, 2) * math.sqrt((1 / 3 + 1 / 2) * diffs.var(ddof=1))
+    assert (row["gain_vs_mean"], row["half_width"], row["n_splits"]) == pytest.approx((3, half, 3))
+    assert row["p"] == pytest.approx(corrected_p([60, 66, 63], [55, 65, 60], 1 / 2))
     assert row["best_homogeneous"] == "resnet" and row["gain_vs_best"] == pytest.approx(-2.0)
     assert row["homogeneous"] == "cnn resnet" and row["homogeneous_accuracy"] == pytest.approx(60)
 
@@ -272,7 +292,7 @@ def test_a_list_of_different_architectures_is_compared_with_the_homogeneous_mixe
     rows = mix_rows("pets", {"cnn": [0.60, 0.70], FACTORY: [0.64, 0.72],
                              f"{FACTORY},{FACTORY}": [0.62, 0.75], own: [0.66, 0.77],
                              "mixed": [0.61, 0.73]})
-    gain = it.heterogeneity_gain(pd.DataFrame(rows)).set_index("heterogeneous")
+    gain = it.heterogeneity_gain(pd.DataFrame(rows), PairedTest("t")).set_index("heterogeneous")
     assert sorted(gain.index) == sorted(["mixed", own])
     row = gain.loc[own]
     assert row["homogeneous"] == f"cnn {FACTORY} {FACTORY},{FACTORY}"

@@ -112,6 +112,20 @@ def test_sincos_shapes_noise_and_determinism():
     assert small.X.shape == (130, 2) and small.fixed_test_mask.sum() == 100
 
 
+def test_friedman1_is_friedmans_function_with_unit_noise_and_one_data_set_for_every_seed():
+    d = load_tabular("friedman1", seed=3)
+    assert d.X.shape == (2000, 10) and d.fixed_test_mask is None
+    assert 0 <= d.X.min() and d.X.max() <= 1
+    x = d.X.T
+    signal = 10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3] + 5 * x[4]
+    noise = d.y - signal
+    # 2,000 draws of N(0, 1): the sample sd is within 0.05 of 1 (its own sd is ~0.016).
+    assert abs(noise.std() - 1.0) < 0.05 and abs(noise.mean()) < 0.1
+    # The trial's seed re-splits the folds, never the rows (a repeated CV of one data set).
+    assert np.array_equal(d.y, load_tabular("friedman1", seed=4).y)
+    assert load_tabular("friedman1", n_samples=300).X.shape == (300, 10)
+
+
 def test_n_samples_takes_a_seeded_subset_of_real_rows():
     a, b = (load_tabular("diabetes", n_samples=50, seed=1) for _ in range(2))
     assert a.X.shape == (50, 10) and np.array_equal(a.y, b.y) and "subset of 50 of 442" in a.notes

@@ -10,6 +10,7 @@ import pytest
 
 from analysis import paper_images as pi
 from analysis.sections import image_tables
+from analysis.stats import PairedTest
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "sbfn-paper.tex"
 NAMES = {"MNIST": "mnist", "FashionMNIST": "fashion_mnist", "F\\_MNIST": "fashion_mnist",
@@ -112,9 +113,9 @@ def test_the_papers_copied_mnist_rows_are_shown_but_not_compared():
 
 def test_data_the_paper_has_no_rows_for_get_no_table():
     assert pi.paper_comparison(rows("digits")).empty
-    names = [getattr(b, "name", None) for b in image_tables(rows("digits"), "t")]
+    names = [getattr(b, "name", None) for b in image_tables(rows("digits"), PairedTest("t"))]
     assert "paper_comparison" not in names
-    names = [getattr(b, "name", None) for b in image_tables(rows(), "t")]
+    names = [getattr(b, "name", None) for b in image_tables(rows(), PairedTest("t"))]
     assert "paper_comparison" in names
     view = pi.paper_view(pi.paper_comparison(rows()))
     assert re.fullmatch(r"\+2\.19", view.iloc[0]["ours − paper (pts)"])

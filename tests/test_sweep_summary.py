@@ -124,3 +124,26 @@ def test_a_configuration_stopped_early_never_tops_the_end_table():
     assert "1 configurations with fewer folds than planned" in text
     alone = summary(rows[-1:], plan=SimpleNamespace(configs=[whole, stopped]))
     assert " 5 " in alone and "fewer folds" not in alone    # none complete: shown as they are
+
+
+def test_the_end_table_is_followed_by_the_report_s_verdict():
+    """The same verdict as the report's (analysis.verdict): the objective's s-BFN against the
+    practitioners' combiner, corrected t over the folds, positive = s-BFN better."""
+    import math
+    from scipy import stats
+    ours, theirs = [50.0, 52.0, 49.0, 51.5, 50.5], [51.0, 52.5, 50.5, 51.0, 52.0]
+    sizes = dict(dataset="diabetes", task="regression", seed=0, sweep="s", n_train=80,
+                 n_test=20, split="kfold")
+    rows = [{**row(m, v, f), **sizes} for f, (a, b) in enumerate(zip(ours, theirs))
+            for m, v in (("sbfn_ls_linear", a), ("ensemble_selection", b), ("sbfn_ls", a + 9))]
+    text = summary(rows, objective="sbfn_ls_linear").splitlines()
+    [at] = [i for i, l in enumerate(text) if l.startswith("verdict")]
+    assert text[at - 1].startswith("s-BFN forms") and text[at + 2].startswith("results:")
+    d = [b - a for a, b in zip(ours, theirs)]                # RMSE: theirs minus ours
+    mean, var = sum(d) / 5, stats.tvar(d)
+    scale = math.sqrt((1 / 5 + 20 / 80) * var)
+    t, half = mean / scale, stats.t.ppf(0.975, 4) * scale
+    p = 2 * stats.t.sf(abs(t), 4)
+    assert text[at] == (f"verdict (corrected t over 5 splits, rmse, + = s-BFN better): "
+                        f"sbfn_ls_linear vs ensemble_selection {mean:+.4g} [{mean - half:+.4g}, "
+                        f"{mean + half:+.4g}] tie (4 better / 1 worse; p (Holm) {p:.2g})")

@@ -30,7 +30,8 @@ KNOWN_TABULAR = catalog.names("tabular")  # plus "csv:PATH"
 
 # The target each built-in data set is defined by (a different one would be a different task).
 DEFAULT_TARGETS = {"air_quality": "AH", "appliances": "Appliances",
-                   "diabetes": "disease progression", "sincos": "y", "breast_cancer": "diagnosis",
+                   "diabetes": "disease progression", "sincos": "y", "friedman1": "y",
+                   "breast_cancer": "diagnosis",
                    "wine": "cultivar", "iris": "species"}
 
 AIR_QUALITY_MISSING = -200.0  # the UCI file's code for a missing reading
@@ -41,6 +42,10 @@ APPLIANCES_BASE = ("lights", "T1", "RH_1", "T2", "RH_2", "T3", "RH_3", "T4", "RH
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 SINCOS_NOISE_SD = 0.1
 SINCOS_TRAIN, SINCOS_TEST = 300, 1000  # the paper's appendix sizes
+# Friedman1 as the stacking literature runs it (Breiman 1996, "Stacked regressions": noise sd 1),
+# at the size of issue 46's comparison; its rows come from FRIEDMAN1_SEED alone, not the trial's
+# seed, so that the seeds of a repeated CV re-split one data set.
+FRIEDMAN1_ROWS, FRIEDMAN1_NOISE, FRIEDMAN1_SEED = 2000, 1.0, 0
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ def load_tabular(name: str, data_dir: str | None = None, target: str | None = No
                  seed: int = 0, task: str | None = None) -> TabularData:
     """Load a data set by name (see KNOWN_TABULAR) or ``csv:PATH``.
 
-    ``n_samples``: for "sincos" the number of rows generated (default 1300); for the others a
+    ``n_samples``: for "sincos" and "friedman1" the number of rows generated (default 1300,
+    2000); for the others a
     seeded random subset of that many rows (for quick runs), ``None`` keeps all rows.
     ``include_random_vars`` only affects "appliances" (adds the noise columns rv1, rv2).
     ``task``: for a CSV, "classification" reads the target as class labels (default regression).
@@ -91,6 +97,8 @@ def load_tabular(name: str, data_dir: str | None = None, target: str | None = No
         _check_builtin_target(name, target)
         if name == "sincos":
             return _make_sincos(n_samples or SINCOS_TRAIN + SINCOS_TEST, seed)
+        if name == "friedman1":
+            return check_table(_make_friedman1(n_samples or FRIEDMAN1_ROWS))
         data = _LOADERS[name](data_dir, include_random_vars)
     else:
         raise DataError(f"unknown data set '{name}': use one of {', '.join(KNOWN_TABULAR)}, "
@@ -214,6 +222,18 @@ def _make_sincos(n_samples: int, seed: int) -> TabularData:
     return TabularData("sincos", X, y, ("x1", "x2"), "y", "", mask,
                        f"synthetic sin(x1)+cos(x2)+N(0, {SINCOS_NOISE_SD}^2), seed {seed}, "
                        f"last {n_test} of {n_samples} rows are the test set")
+
+
+def _make_friedman1(n_samples: int) -> TabularData:
+    """scikit-learn's make_friedman1: y = 10 sin(pi x1 x2) + 20 (x3 - 0.5)^2 + 10 x4 + 5 x5 +
+    N(0, FRIEDMAN1_NOISE^2), x ~ U[0, 1]^10 (x6..x10 carry no signal)."""
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(n_samples, n_features=10, noise=FRIEDMAN1_NOISE,
+                          random_state=FRIEDMAN1_SEED)
+    return TabularData("friedman1", X, y, tuple(f"x{j}" for j in range(1, 11)), "y", "",
+                       notes=f"scikit-learn make_friedman1: {n_samples} rows, 10 features, noise sd "
+                             f"{FRIEDMAN1_NOISE:g}, random_state {FRIEDMAN1_SEED}")
 
 
 def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:

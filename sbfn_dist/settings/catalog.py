@@ -44,6 +44,8 @@ CATALOG = {
     "diabetes": DataSet("tabular", REGRESSION, False, about="scikit-learn's bundled diabetes"),
     "sincos": DataSet("tabular", REGRESSION, False, fixed_split=True,
                       about="the paper's appendix task, generated"),
+    "friedman1": DataSet("tabular", REGRESSION, False,
+                         about="Friedman's (1991) benchmark #1, generated (2,000 rows, noise 1)"),
     # tables, classification (bundled with scikit-learn: offline)
     "breast_cancer": DataSet("tabular", CLASSIFICATION, False, about="Wisconsin, 2 classes"),
     "wine": DataSet("tabular", CLASSIFICATION, False, about="3 cultivars"),

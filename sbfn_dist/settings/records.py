@@ -19,7 +19,7 @@ from sbfn_dist import __version__
 from sbfn_dist.settings.fields import (  # noqa: F401 (analysis)
     FIELDS, HETEROGENEOUS, MEMBER_SEPARATOR, Ctx)
 from sbfn_dist.settings.tasks import (  # noqa: F401 (analysis)
-    CLOSED_FORM, ESTIMATORS, ITERATIVE, TASKS)
+    ANCHORS, BEST_SINGLE, CLOSED_FORM, ESTIMATORS, ITERATIVE, SBFN_HEADS, TASKS)
 
 STATUSES = ("ok", "diverged", "failed")
 FAMILIES = ("sbfn", "competitor")

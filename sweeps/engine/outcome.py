@@ -1,11 +1,15 @@
 """What a sweep run gives back (SweepOutcome) and the summary it prints: the configurations
-ranked by their CV means, which s-BFN form won, the failed ones, and what to run next."""
+ranked by their CV means, which s-BFN form won, the report's verdict against the practitioners'
+combiners, the failed ones, and what to run next."""
 
 import json
 from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.collect import normalise
+from analysis.stats import PairedTest
+from analysis.verdict import comparators, verdict_lines, verdicts
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS
@@ -94,6 +98,17 @@ def _form_note(model: str, task: str, objective: str) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
+def verdict(rows: pd.DataFrame, task: str, objective: str, sweep: str) -> list:
+    """The report's verdict (analysis.verdict) on the rows the end table ranked: the objective's
+    s-BFN against the practitioners' combiners and the best single hypothesis, by the report's
+    default test; no line where the sweep ran none of them."""
+    ok = rows[rows["status"] == "ok"]
+    if not ok["model"].isin(comparators(task)).any():
+        return []
+    test = PairedTest()
+    return verdict_lines(verdicts(normalise(ok, sweep), test, {sweep: objective}), test)
+
+
 def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, out) -> None:
     table = outcome.table
     metric = metric_of(spec.task)
@@ -119,6 +134,8 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
         forms = sbfn_forms(view, metric, spec.task, outcome.objective)
         if forms:
             print(forms, file=out)
+        for line in verdict(rows, spec.task, outcome.objective, opts.name):
+            print(line, file=out)
     # Remote storage: the store's root is a path on its filesystem; the user needs the URI.
     where = result_store(opts).location if "://" in opts.storage else outcome.root
     print(f"\nresults:  {where}/results.parquet", file=out)

@@ -1,0 +1,149 @@
+"""The verdict a reader can quote: per data set, the s-BFN combiner the sweep searched by (its
+objective) against each of the practitioners' combiners (records.ANCHORS: Caruana's ensemble
+selection, NNLS stacking, the ridge / logistic stacker) and the best single hypothesis
+(records.BEST_SINGLE), each read at its own best configuration and paired over the (seed, fold)
+splits (resampling.design). The report puts it first (`verdicts`, `verdict_view`, NOTES); a
+sweep prints it after its end table (`verdict_lines`, sweeps/engine/outcome.py).
+"""
+
+import pandas as pd
+
+from analysis.configs import best_configuration, fold_values
+from analysis.labels import model_label
+from analysis.resampling import design
+from analysis.stats import PairedTest, decide, difference_interval, paired_test, same, test_cells
+from analysis.tables import objective_model
+from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, TASKS
+
+LEVEL = 0.95
+
+NOTES = [
+    "Per data set: the s-BFN combiner the sweep searched by (sweep.json's objective; without "
+    "one the task's first combiner present) against each practitioners' combiner (ensemble "
+    "selection, NNLS stacking, ridge or logistic stacking) and the best single hypothesis.",
+    "Each model is read at its own best configuration by the tables' rule (the best mean over "
+    "folds, as the quartile table's 1st model), among its configurations with every fold. The "
+    "s-BFN's λ2 is chosen by that rule too, on the test folds, while the anchors choose their "
+    "settings inside their fit, on training rows: the verdict favours the model with more "
+    "configurations. The setting an anchor or the best single hypothesis records as chosen in "
+    "its fit (RidgeCV's alpha, the column) is each fold's own, not a configuration. same "
+    "members: both configurations' rows come from the same trials (the same members; only the "
+    "combiner differs).",
+    "difference: the mean over the (seed, fold) pairs of the s-BFN's score minus the other's "
+    "(RMSE: the other's minus the s-BFN's), so positive = s-BFN better, in the metric's units "
+    "(accuracy as a fraction: 0.01 is one point); interval: its 95% interval that goes with the "
+    "test (corrected: mean ± t_{0.975, J−1} · sqrt((1/J + n2/n1) · s²)).",
+    "The interval is each comparison's own (95%, not adjusted for the data set's family), so "
+    "an interval that excludes 0 can stand beside a tie at p (Holm).",
+    "verdict: win or loss where the test calls the difference (Holm over the data set's "
+    "comparisons), tie otherwise; no test with one split. better / worse / equal: the pairs "
+    "where the s-BFN scored better, worse or the same.",
+]
+
+
+def comparators(task: str) -> tuple:
+    """What the s-BFN is judged against: the task's anchors, then the best single hypothesis."""
+    return (*ANCHORS[task], BEST_SINGLE)
+
+
+def verdicts(ok: pd.DataFrame, test: PairedTest = PairedTest(), objectives=None) -> pd.DataFrame:
+    """Every data set's verdict (`data_set_verdict`); `objectives`: sweep -> the model it
+    searched by (collect.Searched)."""
+    parts = [data_set_verdict(rows, task, objective_model(rows, task, objectives or {}), test)
+             for (task, _), rows in ok.groupby(["task", "dataset"], sort=True)]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def data_set_verdict(rows: pd.DataFrame, task: str, model: str | None,
+                     test: PairedTest = PairedTest()) -> pd.DataFrame:
+    """One data set's ok rows: `model` against each comparator it has rows of (NOTES); empty
+    when it has none, or no row of `model`."""
+    present = set(rows["model"])
+    others = [m for m in comparators(task) if m in present and m != model]
+    if model not in present or not others:
+        return pd.DataFrame()
+    plan, metric = design(rows), TASKS[task].metric
+    ours_conf, ours = best_configuration(rows[rows["model"] == model], task)
+    out = []
+    for other in others:
+        their_conf, theirs = best_configuration(rows[rows["model"] == other], task)
+        a, b = (fold_values(r, [], metric, unit=plan.unit).set_index(list(plan.unit))[metric]
+                for r in (ours, theirs))
+        a, b = a.align(b, join="inner")
+        if not TASKS[task].higher_is_better:            # positive = the s-BFN better
+            a, b = b, a
+        mean, half, n = difference_interval(a - b, test, plan.ratio, LEVEL)
+        tie = same(a, b)
+        out.append({"dataset": rows["dataset"].iloc[0], "task": task, "metric": metric,
+                    "sbfn": model, "against": other, "mean_difference": mean,
+                    "ci_low": mean - half, "ci_high": mean + half, "level": LEVEL,
+                    "test": test.name, **paired_test(a, b, test, plan.ratio), "n_pairs": n,
+                    "n_better": int(((a > b) & ~tie).sum()),
+                    "n_worse": int(((a < b) & ~tie).sum()), "n_equal": int(tie.sum()),
+                    "same_members": _calls(ours) == _calls(theirs), "size_ratio": plan.ratio,
+                    "no_test": plan.note, "sbfn_config": ours_conf["config"],
+                    "against_config": their_conf["config"]})
+    table = decide(pd.DataFrame(out), test)
+    return table.assign(verdict=_verdicts(table, test))
+
+
+def _calls(rows: pd.DataFrame) -> set:
+    """The trials (and their splits) a configuration's rows come from: the same set for two
+    combiners means the same members."""
+    ids = rows["trial_id"] if "trial_id" in rows else pd.Series("", index=rows.index)
+    return set(zip(ids, rows["seed"], rows["fold"]))
+
+
+def _verdicts(table: pd.DataFrame, test: PairedTest) -> list:
+    tested = table["p_rope"].notna() if test.bayesian else table["p"].notna()
+    return ["no test" if not t else ("tie" if not s else ("win" if m > 0 else "loss"))
+            for t, s, m in zip(tested, table["significant"], table["mean_difference"])]
+
+
+def verdict_view(table: pd.DataFrame, test: PairedTest) -> pd.DataFrame:
+    """The report's cells: differences to four significant digits, the interval, the verdict."""
+    num = lambda v: f"{v:+.4g}"
+    return pd.DataFrame({
+        "dataset": table["dataset"], "metric": table["metric"],
+        "s-BFN": table["sbfn"].map(model_label), "against": table["against"].map(model_label),
+        "difference (+: s-BFN better)": table["mean_difference"].map(num),
+        f"{LEVEL:.0%} interval": [f"[{num(lo)}, {num(hi)}]" if hi == hi else "–"
+                                  for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        "verdict": table["verdict"], **test_cells(table, test),
+        "better / worse / equal": [f"{b} / {w} / {e}" for b, w, e in zip(
+            table["n_better"], table["n_worse"], table["n_equal"])],
+        "same members": table["same_members"].map({True: "yes", False: "no"}),
+        "s-BFN configuration": table["sbfn_config"],
+        "its configuration": table["against_config"]})
+
+
+def verdict_lines(table: pd.DataFrame, test: PairedTest) -> list:
+    """The verdict in a few lines, as a sweep prints it after its end table."""
+    if table.empty:
+        return []
+    several = table["dataset"].nunique() > 1
+    lines = []
+    for r in table.itertuples(index=False):
+        where = f" on {r.dataset}" if several else ""
+        decided = (f"P(better) {r.p_right:.2f}" if test.bayesian else f"p (Holm) {r.p_holm:.2g}")
+        lines.append(f"verdict ({test.short} over {r.n_pairs} splits{where}, {r.metric}, "
+                     f"+ = s-BFN better): {r.sbfn} vs {r.against} {r.mean_difference:+.4g} "
+                     f"[{r.ci_low:+.4g}, {r.ci_high:+.4g}] {r.verdict} ({r.n_better} better / "
+                     f"{r.n_worse} worse{f' / {r.n_equal} equal' if r.n_equal else ''}; "
+                     f"{decided})")
+    return lines
+
+
+def missing_note(ok: pd.DataFrame, table: pd.DataFrame) -> str:
+    """The line for the data sets without a verdict, per task (no rows of its comparators:
+    sweeps older than them, or run without them); "" when every data set has one."""
+    judged = set(table["dataset"]) if not table.empty else set()
+    said = []
+    for task, rows in ok.groupby("task", sort=True):
+        left = sorted(set(rows["dataset"]) - judged)
+        if left:
+            said.append(f"No verdict for {', '.join(left)}: no rows of "
+                        f"{', '.join(comparators(task))}, or none of the s-BFN.")
+    return " ".join(said + ["(Sweeps older than the practitioners' combiners, or run without "
+                            "them.)"] if said else [])
