@@ -178,7 +178,7 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
             keep(cfg, fold, members, name, params, model)
         bad = "" if np.isfinite(pred).all() else "combiner predictions are not finite"
         out.append(records.scored(
-            {**row(name), **shared, **ens.verdict(name)}, params, scores, bad,
+            {**row(name), **shared, **ens.fitted_columns(name, model)}, params, scores, bad,
             train_seconds=members.seconds + ens.extra_seconds() + fit_seconds,
             eval_seconds=eval_seconds, n_params=members.n_parameters + ens.n_coef(model),
             **_lambda2(cfg, params)))

@@ -31,8 +31,8 @@ IMAGE_PACK_FREE = ("epsilon", "trial_id")
 
 def pack_key(cfg: TrialConfig):
     """Trials with the same key may train their members as one pack; None: never packed
-    (a competitor-only trial trains no members)."""
-    if not cfg.combiners:
+    (a competitor-only trial, or one of the plug-ins alone, trains no members)."""
+    if not cfg.combiners or not cfg.n_members:
         return None
     if cfg.modality == "image":
         return ("image", *sorted((k, repr(v)) for k, v in cfg.to_dict().items()

@@ -88,8 +88,11 @@ BAD = {
                            r"log-uniform range needs 0 < a < b"),
     "a reversed range": ({"lr": "uniform(0.1, 0.01)"}, r"a range needs a < b"),
     "an integer setting drawn as a real": ({"n_members": "uniform(2, 10)"}, r"n_members is an "
-                                           r"integer >= 1.*draw it with randint\(a, b\)"),
-    "M below 1": ({"n_members": "randint(0, 5)"}, r"the bound 0 is not"),
+                                           r"integer >= 0.*draw it with randint\(a, b\)"),
+    "M below 0": ({"n_members": "randint(-1, 5)"}, r"the bound -1 is not"),
+    # M = 0 is the plug-ins alone: a range reaching it needs plug-ins, as a list's 0 does
+    "M = 0 without plug-ins": ({"n_members": "randint(0, 5)"}, r"'n_members' = 0 is not allowed: "
+                               r"an integer >= 1, or 0 with plugin_members"),
     "a setting that is no number": ({"activation": "uniform(0, 1)"}, r"activation is not a "
                                     r"number, so it has no range; give its values as a list"),
     "bounds off q's grid": ({"epsilon": "quniform(0, 1, 0.3)"}, r"a and b multiples of q"),

@@ -13,7 +13,7 @@ from sbfn_dist.settings import records
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.experiment import run_trial, run_trials
-from sbfn_dist.settings.tasks import CLASSIFICATION_COMBINERS, COMPETITORS, REGRESSION_COMBINERS
+from sbfn_dist.settings.tasks import COMPETITORS, PRACTITIONERS, TASKS
 
 QUICK = {"n_members": 3, "epsilon": 0.35, "width": 16, "epochs": 2, "batch_size": 8,
          "lambda2": [0.0, 3.0], "competitors": list(COMPETITORS), "competitor_grid": "default"}
@@ -40,9 +40,10 @@ def best(records_, model, metric):
 
 def test_every_combiner_and_competitor_gives_a_record_per_fold_and_setting():
     out = run_trial(dict(QUICK, dataset="diabetes", folds=3))
-    assert {r["model"] for r in out} == set(REGRESSION_COMBINERS) | set(COMPETITORS)
-    # 5 lambda2-dependent combiners x 2 lambda2 + arithmetic + 3 competitors, for 3 folds
-    assert len(out) == 3 * (5 * 2 + 1 + 3)
+    assert {r["model"] for r in out} == set(TASKS["regression"].combiners) | set(COMPETITORS)
+    # 5 lambda2-dependent combiners x 2 lambda2 + arithmetic + the 4 practitioners' combiners
+    # + 3 competitors, for 3 folds
+    assert len(out) == 3 * (5 * 2 + 1 + len(PRACTITIONERS["regression"]) + 3)
     assert all(r["status"] == "ok" and r["rmse"] > 0 for r in out)
     assert {r["fold"] for r in out} == {0, 1, 2}
 
@@ -72,7 +73,7 @@ def test_members_are_trained_once_per_fold_for_every_combiner(monkeypatch):
     monkeypatch.setattr(ensembles, "train_mlp_pack", lambda *a, **k: calls.append(1) or real(*a, **k))
     out = run_trial(dict(QUICK, dataset="diabetes", folds=3, competitors=[],
                          competitor_grid=None, lambda2=[0.0, 1.0, 3.0]))
-    assert len(calls) == 3 and len(out) == 3 * (5 * 3 + 1)
+    assert len(calls) == 3 and len(out) == 3 * (5 * 3 + 1 + len(PRACTITIONERS["regression"]))
     per_fold = {}
     for r in out:
         per_fold.setdefault(r["fold"], set()).add(r["member_rmse_mean"])
@@ -104,7 +105,7 @@ def test_diabetes_ensembles_beat_the_training_mean_predictor():
 
 def test_air_quality_models_beat_the_training_mean_predictor(data_dir):
     out = run_trial(dict(QUICK, dataset="air_quality", data_dir=data_dir, fold=0))
-    assert {r["model"] for r in out} == set(REGRESSION_COMBINERS) | set(COMPETITORS)
+    assert {r["model"] for r in out} == set(TASKS["regression"].combiners) | set(COMPETITORS)
     assert out[0]["n_train"] + out[0]["n_test"] == 8991
     baseline = mean_predictor_rmse("air_quality", 0, scheme="kfold", folds=10, data_dir=data_dir)
     # Measured at these settings: sbfn_ls_linear 0.22, arithmetic 0.27, competitors <= 0.10
@@ -136,7 +137,7 @@ def test_tabular_classification_beats_the_majority_class(dataset, margin):
     """Algorithm 2 on MLP members: every combiner and competitor, stratified folds."""
     out = run_trial({"dataset": dataset, "folds": 3, "fold": 1, "competitors": list(COMPETITORS),
                      "competitor_grid": "default"})
-    assert {r["model"] for r in out} == set(CLASSIFICATION_COMBINERS) | set(COMPETITORS)
+    assert {r["model"] for r in out} == set(TASKS["classification"].combiners) | set(COMPETITORS)
     assert all(r["status"] == "ok" and r["task"] == "classification" for r in out)
     sbfn = [r for r in out if r["family"] == "sbfn"]
     assert all(r["n_val"] > 0 and r["n_classes"] == len(set(load_tabular(dataset).y))

@@ -27,6 +27,7 @@ from sbfn_dist.experiment import run_trial
 from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.interfaces.estimators import SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.settings.tasks import PRACTITIONERS
 from sweeps import Sweep, SweepResult
 from sweeps.engine.tell.serving import SavedSBFN
 from sweeps.engine.results.recorded import check_recorded, read_sweep, recorded_configs
@@ -169,12 +170,14 @@ def test_a_whole_number_planned_as_an_integer_is_read_back_by_the_key(finished):
 
 def test_a_classification_fold_is_refitted_as_its_trial_ran():
     """No sweep needed: a trial's fold and the export's refit of each of its combiners, on iris.
-    The trial held out a validation part for its stacked head: the members and the other
-    combiners trained without it, the stacked head on it (the estimator draws the same rows).
+    The trial held out a validation part for its stacked combiners (the head, the
+    practitioners' ones): the members and the other combiners trained without it, the stacked
+    ones on it (the estimator draws the same rows).
     The classes come back by name."""
     config = TrialConfig.from_dict(dict(
         dataset="iris", folds=3, fold=1, seed=1, n_members=3, epochs=2, dtype="float64",
-        combiners=["sbfn", "sbfn_stacked", "logit_mean"], device="cpu", trial_id="t",
+        combiners=["sbfn", "sbfn_stacked", "logit_mean", *PRACTITIONERS["classification"]],
+        device="cpu", trial_id="t",
         sweep="s")).to_dict()
     records = {r["model"]: r for r in run_trial(config)}
     refits = {model: refit(config, model, {}, 1) for model in records}

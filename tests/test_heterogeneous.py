@@ -12,7 +12,8 @@ from sklearn.model_selection import cross_val_predict
 
 from sbfn_dist.combiners.basis import KMeansBasis
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
-from sbfn_dist.combiners.stacking import SBFNRBF, BestSingle, StackNNLS, StackRidge
+from sbfn_dist.combiners.selection import BestSingle
+from sbfn_dist.combiners.stacking import SBFNRBF, StackNNLS, StackRidge
 from sbfn_dist.learners.competitors import REGISTRY, build_competitor, competitor_configs
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.splits import kfold_splits
@@ -83,7 +84,7 @@ def test_nnls_stacking_recovers_non_negative_weights():
     rng = np.random.default_rng(0)
     D = rng.normal(size=(500, 3))
     y = 0.3 * D[:, 0] + 0.7 * D[:, 1] - 0.5 * D[:, 2]
-    model = StackNNLS().fit(D, y)
+    model = StackNNLS(["a", "b", "c"]).fit(D, y)
     assert np.all(model.coef_ >= 0) and model.coef_[2] == 0
     # least squares would take the negative weight; NNLS must not (Breiman 1996)
     assert np.allclose(model.coef_[:2], [0.3, 0.7], atol=0.1)
@@ -93,8 +94,9 @@ def test_best_single_names_the_column_with_the_lowest_training_error():
     rng = np.random.default_rng(1)
     y = rng.normal(size=200)
     D = np.column_stack([y + rng.normal(scale=s, size=200) for s in (1.0, 0.2, 0.5)])
-    model = BestSingle(["member_0", "member_1", "knn"]).fit(D, y)
-    assert model.params == {"column": "member_1"}
+    model = BestSingle(["member_0", "member_1", "knn"], "squared_error").fit(D, y)
+    assert json.loads(model.fitted["weights"]) == {"member_0": 0.0, "member_1": 1.0, "knn": 0.0}
+    assert model.params == {}
     assert np.array_equal(model.predict(D), D[:, 1])
 
 
@@ -146,13 +148,18 @@ def test_a_trial_records_each_plugin_as_a_competitor_and_each_anchor(diabetes):
                          "plugin_members": ["ridge", "sklearn.linear_model.LassoCV"],
                          "combiners": ["sbfn_rbf", "stack_ridge", "stack_nnls", "best_single"]})
     by_model = {r["model"]: r for r in records}
-    assert list(by_model) == ["sbfn_rbf", "stack_ridge", "stack_nnls", "best_single", "ridge",
+    assert list(by_model) == ["sbfn_rbf", "stack_nnls", "stack_ridge", "best_single", "ridge",
                               "sklearn.linear_model.LassoCV"]
     assert all(r["status"] == "ok" for r in records)
     rbf = by_model["sbfn_rbf"]
     assert rbf["lambda2"] == json.loads(rbf["model_params"])["lambda2"]
     assert rbf["rbf_width"] == "nearest" and rbf["inner_folds"] == 5
     assert json.loads(by_model["ridge"]["model_params"])["alpha"] in (0.1, 1.0, 10.0, 100.0)
+    # RidgeCV's alpha is the fold's own choice: recorded as fitted, never as a setting that
+    # would split stack_ridge into one configuration per alpha across folds
+    ridge_stack = by_model["stack_ridge"]
+    assert ridge_stack["model_params"] == "{}"
+    assert json.loads(ridge_stack["fitted_params"])["alpha"] in (0.1, 1.0, 10.0)
     assert by_model["ridge"]["family"] == "competitor"
     assert by_model["ridge"]["plugin_tuning"] == "inner_cv"
     # every model beats predicting the training mean on this fold by a clear margin

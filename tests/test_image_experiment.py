@@ -1,5 +1,6 @@
 """run_trial for image classification: one record per (split, combiner)."""
 
+import json
 import math
 
 import pytest
@@ -9,7 +10,9 @@ from sbfn_dist.combiners.ensembles import stacking_epochs
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.settings.tasks import CLASSIFICATION_COMBINERS
+from sbfn_dist.settings.tasks import TASKS
+
+COMBINERS = TASKS["classification"].combiners
 
 SMALL = {"folds": 2, "fold": 0, "n_members": 3, "ensemble": "cnn", "batch_size": 64,
          "n_val": 300, "n_test": 500, "head_epochs": 30}
@@ -21,12 +24,17 @@ def by_model(records):
 
 def test_digits_trial_gives_every_combiner_with_scores_and_diagnostics():
     records = run_trial(dict(SMALL, dataset="digits", n_test=300, epochs=3))
-    assert set(by_model(records)) == set(CLASSIFICATION_COMBINERS)
+    assert set(by_model(records)) == set(COMBINERS)
     for r in records:
         assert r["status"] == "ok" and 0 <= r["accuracy"] <= 1 and r["nll"] > 0
         for field in ("ece", "gibbs_risk", "disagreement", "mv_risk", "bregman_diversity",
                       "flops_per_example", "n_params_members", "train_seconds", "eval_seconds"):
             assert field in r and not math.isnan(r[field])
+    # ensemble selection on the validation images' probabilities: counts / rounds per member
+    weights = json.loads(by_model(records)["ensemble_selection"]["weights"])
+    assert list(weights) == ["member_0", "member_1", "member_2"]
+    assert all(w >= 0 and (w * 50) == round(w * 50) for w in weights.values())
+    assert sum(weights.values()) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_mnist_subset_beats_the_majority_class_by_a_wide_margin_for_every_combiner(data_dir):
@@ -81,5 +89,5 @@ def test_stacked_heads_get_at_least_a_thousand_steps_by_default():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_digits_trial_runs_on_cuda_with_every_combiner():
     records = run_trial(dict(SMALL, dataset="digits", n_test=300, epochs=2, device="cuda"))
-    assert {r["model"] for r in records} == set(CLASSIFICATION_COMBINERS)
+    assert {r["model"] for r in records} == set(COMBINERS)
     assert all(r["status"] == "ok" and r["accuracy"] > 0.5 for r in records)

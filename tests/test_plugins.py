@@ -14,6 +14,7 @@ from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.learners.competitors import competitor_configs
 from sbfn_dist.combiners.plugins import PluginColumns, fit_plugins
+from sbfn_dist.settings.tasks import TASKS
 
 PLUGINS = {n: competitor_configs(n, "default")[0] for n in ("random_forest", "gradient_boosting")}
 
@@ -84,8 +85,7 @@ def test_the_stream_rows_follow_the_members_visit_order(diabetes):
 def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
     records = run_trial(dict(QUICK, plugin_members=["gradient_boosting", "random_forest"]))
     sbfn = [r for r in records if r["family"] == "sbfn"]
-    assert {r["model"] for r in sbfn} == {"sbfn_ls", "sbfn_ls_linear", "g1", "g2", "g3",
-                                          "arithmetic"}
+    assert {r["model"] for r in sbfn} == set(TASKS["regression"].combiners)
     assert all(r["status"] == "ok" for r in records)
     assert all(json.loads(r["plugin_members"]) == ["gradient_boosting", "random_forest"]
                for r in sbfn)
@@ -100,6 +100,7 @@ def test_records_name_the_hypotheses_and_count_m_plus_p_columns():
     assert coef["sbfn_ls"] == 3 + 2                 # one unit per hypothesis, M + P
     assert coef["sbfn_ls_linear"] == 2 * (3 + 2) + 1  # units + raw outputs + intercept
     assert coef["g1"] == 3 + 2
+    assert coef["ensemble_selection"] == coef["stack_nnls"] == coef["best_single"] == 3 + 2
 
 
 def test_a_competitors_only_trial_refuses_plugins_unless_they_are_a_shared_setting():
@@ -107,7 +108,7 @@ def test_a_competitors_only_trial_refuses_plugins_unless_they_are_a_shared_setti
     # shared setting (optional) they are dropped from that trial, and its records say nothing.
     config = {"dataset": "diabetes", "folds": 3, "fold": 0, "plugin_members": ["random_forest"],
               "combiners": [], "competitors": ["gradient_boosting"], "competitor_grid": "default"}
-    with pytest.raises(ConfigError, match="plugin_members.*regression trials that train members"):
+    with pytest.raises(ConfigError, match="plugin_members.*regression trials with a combiner"):
         TrialConfig.from_dict(config)
     cfg = TrialConfig.from_dict(config, optional=["plugin_members"])
     records = run_trial(cfg)

@@ -29,7 +29,7 @@ from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import defaults
-from sbfn_dist.interfaces.stacking import REGRESSION_COMBINERS
+from sbfn_dist.interfaces.stacking import COMBINERS
 
 
 def regressors():
@@ -276,7 +276,7 @@ def test_a_saved_stack_loads_and_predicts_identically(kind, diabetes, wine, tmp_
     assert Stack.load(tmp_path / "stack").get_params()["lr_theta"] == fitted.lr_theta
 
 
-@pytest.mark.parametrize("combiner", REGRESSION_COMBINERS)
+@pytest.mark.parametrize("combiner", COMBINERS["regression"])
 def test_every_combiner_of_the_regressor_saves(combiner, diabetes, tmp_path):
     """Each final combiner the regressor offers comes back from its saved directory (the
     inner-CV RBF one too), predicting to the bit."""

@@ -10,19 +10,21 @@ scikit-learn estimators (sbfn_dist.interfaces.estimators: one fold, their one co
         scores = fold.score(ens.predict(model, test))
 
 Regression (squared loss): D (N, M) plus plug-in columns; the closed-form s-BFN fits its whole
-lambda2 path on the training part's D, G1/G2/G3 replay the recorded stream (or the frozen D).
+lambda2 path on the training part's D, G1/G2/G3 replay the recorded stream (or the frozen D),
+the stackers (sbfn_rbf and the practitioners' combiners) fit on the training part's D.
 Classification (cross-entropy): D (N, M, C) member probabilities, plus the plug-ins' (N, P, C)
 out-of-fold class probabilities; the on-the-fly heads step on every member batch (Algorithm 2),
-the stacked heads, stack_logistic and the tuned temperature fit on the validation part, the
-fixed rules need no fit. Each combiner reads the hypotheses it was fitted on: the stacked heads
-and stack_logistic all of D, the others the M members (`n_hypotheses`). Then each is judged
-against the constant guess on the rows it was fitted on (`verdict`: the record's
-`uninformative`), and a learned head that does not beat it gives the constant guess instead
-(`head_fallback`).
+the stacked heads, the practitioners' combiners and the tuned temperature fit on the validation
+part, the fixed rules need no fit. Each combiner reads the hypotheses it was fitted on: the
+stacked heads and the practitioners' combiners all of D, the others the M members
+(`n_hypotheses`). Then each is judged against the constant guess on the rows it was fitted on
+(the record's `uninformative`), and a learned head that does not beat it gives the constant
+guess instead (`head_fallback`). `fitted_columns` gives a fitted combiner's record columns: that
+judgement, and what its fit chose (a weighted combiner's `weights`).
 
 An ensemble's plug-ins are its config's (plugin_members), or the ones it is given (PluginSet:
-the stacking estimators' own models). With n_members = 0 (those estimators' default) nothing
-trains: D holds the plug-ins' hypotheses only (NoMembers).
+the stacking estimators' own models). With n_members = 0 (those estimators' default; a trial
+with plugin_members) nothing trains: D holds the plug-ins' hypotheses only (NoMembers).
 
 train_together trains the members of several ensembles of one fold (tabular trials that share
 sbfn_dist.learners.training.PACK_SHARED) as one member stack, a pack; each ensemble then sees only its own
@@ -43,7 +45,8 @@ from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.plugins import PluginSet, fit_columns, trial_plugins
-from sbfn_dist.combiners.stacking import LogisticStack, heterogeneous_combiner
+from sbfn_dist.combiners.selection import WeightedHypotheses
+from sbfn_dist.combiners.stacking import LogisticStack, stacker
 from sbfn_dist.evaluation.diagnostics import classification_diagnostics, regression_diagnostics
 from sbfn_dist.learners.configs import mlp_settings
 from sbfn_dist.learners.cost import count_parameters
@@ -51,14 +54,17 @@ from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.training import (SINGLE_THREAD_BELOW, CNNConfig, ColumnObserver, MLPConfig,
                                StreamRecorder, TrainingDiverged, train_cnn_pack, train_mlp_pack)
 from sbfn_dist.runtime import fold_seed, resolve_device, torch_threads
-from sbfn_dist.settings.tasks import (CLOSED_FORM, HETEROGENEOUS, ITERATIVE, ON_THE_FLY_HEADS,
-                                      STACKED, TASKS)
+from sbfn_dist.settings.tasks import (CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, STACKED,
+                                      STACKED_HEADS, STACKERS, TASKS)
 
 # Stacked heads train for at least this many SGD steps unless head_epochs is given: at the
 # paper's eta_alpha = 0.1, T = 3, alpha grows slowly and 10 epochs of a small validation part
 # leave the head under-confident (digits: NLL 1.74 after 30 steps, 0.08 after 900; accuracy is
 # flat), docs/method.md.
 STACK_MIN_STEPS = 1000
+# The classification combiners fitted in numpy on D: predict_proba(D) is an (N, C) array, and
+# n_coef counts their coefficients.
+NUMPY_STACKERS = (LogisticStack, WeightedHypotheses)
 
 
 def mlp_config(cfg, fold: int, geometry: str) -> MLPConfig:
@@ -90,7 +96,7 @@ class RegressionEnsemble:
 
     def __init__(self, cfg, fold, plugins: PluginSet | None = None):
         self.cfg, self.fold, self.seed = cfg, fold, fold.seed
-        self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared")
+        self.mcfg = seeded_mlp_config(cfg, fold.seed, "squared") if cfg.n_members else None
         self.plugins = trial_plugins(cfg, fold.seed, "regression") if plugins is None else plugins
         self.online = [n for n in cfg.combiners if n in ITERATIVE]
         self.wants_stream = bool(self.online) and cfg.online_regime == "on_the_fly"
@@ -103,10 +109,10 @@ class RegressionEnsemble:
         rows = [(n, {"lambda2": float(lam)}) for n in self.online for lam in lambdas]
         rows += [(n, {"lambda2": float(lam)}) for n in self._closed() for lam in lambdas]
         rows += [("arithmetic", {})] * ("arithmetic" in self.cfg.combiners)
-        return rows + [(n, {}) for n in self._heterogeneous()]
+        return rows + [(n, {}) for n in self._stackers()]
 
-    def _heterogeneous(self) -> list:
-        return [n for n in HETEROGENEOUS if n in self.cfg.combiners]
+    def _stackers(self) -> list:
+        return [n for n in STACKERS if n in self.cfg.combiners]
 
     def _closed(self) -> list:
         return [n for n in CLOSED_FORM if n in self.cfg.combiners]
@@ -143,10 +149,10 @@ class RegressionEnsemble:
             fitted += [(name, {"lambda2": float(m.lambda2)}, m, each) for m in path]
         if "arithmetic" in self.cfg.combiners:
             fitted.append(("arithmetic", {}, ArithmeticCombiner().fit(d_train, y), 0.0))
-        columns = [f"member_{j}" for j in range(self.cfg.n_members)] + list(self.plug.names)
-        for name in self._heterogeneous():
+        columns = hypothesis_names(self.cfg.n_members, self.plug)
+        for name in self._stackers():
             start = time.perf_counter()
-            model = heterogeneous_combiner(name, self.cfg.get, self.seed, columns).fit(d_train, y)
+            model = stacker(name, "regression", self.cfg.get, self.seed, columns).fit(d_train, y)
             fitted.append((name, model.params, model, time.perf_counter() - start))
         return fitted
 
@@ -180,20 +186,24 @@ class RegressionEnsemble:
         return model.predict(d_test)
 
     def summary(self, members, d_test) -> dict:
-        """Member scores and diagnostics on the test part (plug-in columns excluded)."""
+        """Member scores and diagnostics on the test part (plug-in columns excluded; none
+        without members)."""
+        out = {"plugin_seconds": self.plug.fit_seconds,
+               "flops_per_example": members.flops_per_example(self.fold.x_test)}
+        if not self.cfg.n_members:
+            return out
         preds = self.fold.scaler.inverse_y(d_test[:, :self.cfg.n_members].T).T
         rmse = np.sqrt(((preds - self.fold.y_test[:, None]) ** 2).mean(0))
-        return {"member_rmse_mean": float(rmse.mean()), "member_rmse_min": float(rmse.min()),
-                "member_rmse_max": float(rmse.max()), "plugin_seconds": self.plug.fit_seconds,
-                "flops_per_example": members.flops_per_example(self.fold.x_test),
+        return {**out, "member_rmse_mean": float(rmse.mean()), "member_rmse_min": float(rmse.min()),
+                "member_rmse_max": float(rmse.max()),
                 **regression_diagnostics(preds, self.fold.y_test)}
 
     def extra_seconds(self) -> float:
         return self.plug.fit_seconds
 
-    def verdict(self, name: str) -> dict:
-        """Record columns judging a combiner's output: none for regression."""
-        return {}
+    def fitted_columns(self, name: str, model) -> dict:
+        """The record columns of a fitted combiner: what its fit chose (fitted_record)."""
+        return fitted_record(model)
 
     def n_coef(self, model) -> int:
         coef = getattr(model, "coef_", None)
@@ -210,7 +220,9 @@ class ClassificationEnsemble:
         self.heads = {n: self._head(n) for n in ON_THE_FLY_HEADS if n in cfg.combiners}
         self.n_outputs = fold.n_classes
         images = fold.images is not None
-        self.mcfg = seeded_mlp_config(cfg, fold.seed, "cross_entropy") if not images else None
+        trains = bool(cfg.n_members)
+        self.mcfg = (seeded_mlp_config(cfg, fold.seed, "cross_entropy") if trains and not images
+                     else None)
         self.ccfg = seeded_cnn_config(cfg, fold.seed) if images else None
         self.plugins = (trial_plugins(cfg, fold.seed, "classification") if plugins is None
                         else plugins)
@@ -303,16 +315,19 @@ class ClassificationEnsemble:
         logits, d = class_hypotheses(members, self.fold.x_train)
         return logits, d, torch.as_tensor(self.fold.y_train, device=d.device)
 
-    def verdict(self, name: str) -> dict:
-        """The record's `uninformative` of a combiner: whether it failed to beat the constant
-        guess on the rows it was fitted on (absent where it was not judged: base_avg)."""
-        return {"uninformative": self.uninformative[name]} if name in self.uninformative else {}
+    def fitted_columns(self, name: str, model) -> dict:
+        """The record columns of a fitted combiner: `uninformative`, whether it failed to beat
+        the constant guess on the rows it was fitted on (absent where it was not judged:
+        base_avg), and what its fit chose (fitted_record)."""
+        judged = {"uninformative": self.uninformative[name]} if name in self.uninformative else {}
+        return {**judged, **fitted_record(model)}
 
     def _stack(self, name: str, d_val, y_val):
         """A combiner fitted on the held-out part's D (members' and plug-ins' probabilities)."""
-        if name == "stack_logistic":
-            return LogisticStack().fit(d_val, y_val)
-        return fit_stacked_head(name, self.cfg.get, d_val, y_val, self.seed)
+        if name in STACKED_HEADS:
+            return fit_stacked_head(name, self.cfg.get, d_val, y_val, self.seed)
+        columns = hypothesis_names(self.cfg.n_members, self.plug)
+        return stacker(name, "classification", self.cfg.get, self.seed, columns).fit(d_val, y_val)
 
     def predict(self, model, test) -> np.ndarray:
         """(N, C) probabilities of a combiner; base_avg: the members' own (N, M, C)."""
@@ -321,22 +336,25 @@ class ClassificationEnsemble:
         return combine(model, logits, d[:, :reads]).detach().cpu().numpy()
 
     def summary(self, members, test) -> dict:
-        """Member scores and diagnostics on the test part (plug-ins excluded)."""
+        """Member scores and diagnostics on the test part (plug-ins excluded; none without
+        members)."""
+        out = {"flops_per_example": members.flops_per_example(self.fold.x_test),
+               **({"plugin_seconds": self.plug.fit_seconds} if self.plug else {})}
+        if not self.cfg.n_members:
+            return out
         logits, d = test
         p = d[:, :self.cfg.n_members].cpu().numpy()
         y = self.fold.y_test
         acc = (p.argmax(2) == y[:, None]).mean(0)
-        return {"member_accuracy_mean": float(acc.mean()), "member_accuracy_min": float(acc.min()),
-                "member_accuracy_max": float(acc.max()),
-                "flops_per_example": members.flops_per_example(self.fold.x_test),
-                **classification_diagnostics(p, y),
-                **({"plugin_seconds": self.plug.fit_seconds} if self.plug else {})}
+        return {**out, "member_accuracy_mean": float(acc.mean()),
+                "member_accuracy_min": float(acc.min()),
+                "member_accuracy_max": float(acc.max()), **classification_diagnostics(p, y)}
 
     def extra_seconds(self) -> float:
         return self.plug.fit_seconds if self.plug else 0.0
 
     def n_coef(self, model) -> int:
-        if isinstance(model, LogisticStack):
+        if isinstance(model, NUMPY_STACKERS):
             return model.n_coef
         return count_parameters(model) if isinstance(model, torch.nn.Module) else 0
 
@@ -346,6 +364,7 @@ class NoMembers:
     D holds the plug-ins' hypotheses only; what TrainedMembers gives a fold's combiners."""
 
     seconds, n_parameters, packed_members, engine = 0.0, 0, 0, "eager"
+    DTYPE = "float64"       # D's dtype where no member sets one: the plug-ins' own
 
     def __init__(self, task: str, n_outputs: int, dtype: str):
         self.geometry = GEOMETRIES[TASKS[task].geometry]
@@ -359,6 +378,18 @@ class NoMembers:
 
     def flops_per_example(self, example) -> float:
         return 0.0
+
+
+def hypothesis_names(n_members: int, plug) -> list:
+    """D's column names, as records name them: member_0 ... member_{M-1}, then the plug-ins'
+    (`plug`: PluginColumns, or None without plug-ins)."""
+    return [f"member_{j}" for j in range(n_members)] + list(plug.names if plug else ())
+
+
+def fitted_record(model) -> dict:
+    """The record columns a fitted combiner's own fit chose (its `fitted`: the `weights` of a
+    weighted combiner, stack_ridge's alpha as `fitted_params`); none for the others."""
+    return getattr(model, "fitted", {})
 
 
 def regression_hypotheses(members, x, plugin_cols: np.ndarray) -> np.ndarray:
@@ -415,7 +446,8 @@ def train_together(ensembles: list) -> list:
 
 
 def _without_members(ens) -> NoMembers:
-    members = NoMembers(ens.cfg.task, ens.n_outputs, ens.cfg.dtype)
+    # A trial of M = 0 has no member dtype: D is the plug-ins' float64 (NoMembers.DTYPE).
+    members = NoMembers(ens.cfg.task, ens.n_outputs, ens.cfg.get("dtype", NoMembers.DTYPE))
     ens.adopt(members)
     return members
 
@@ -478,7 +510,7 @@ def combine(model, logits, probs) -> torch.Tensor:
     (a stacked one's: D, members then plug-ins)."""
     if isinstance(model, torch.nn.Module):       # a learned head runs in its own dtype
         return model.predict_proba_eval(probs.to(next(model.parameters()).dtype))
-    if isinstance(model, LogisticStack):
+    if isinstance(model, NUMPY_STACKERS):
         return torch.as_tensor(model.predict_proba(probs))
     if isinstance(model, float):                 # the tuned temperature of logit averaging
         return logit_average(logits, model)

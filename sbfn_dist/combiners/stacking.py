@@ -1,9 +1,10 @@
-"""Combiners for heterogeneous hypothesis sets (docs/method.md, "Heterogeneous s-BFN"): the
-paper's general s-BFN with K chosen by inner CV, and the stacking anchors it must beat.
+"""Combiners for heterogeneous hypothesis sets (docs/method.md, "Heterogeneous s-BFN", "The
+practitioners' combiners"): the paper's general s-BFN with K chosen by inner CV, and the
+stacking anchors it must beat.
 
-All fit(D, y) / predict(D) on the structured dataset D (N, M + P): the M members' training
-predictions and the P plug-ins' out-of-fold ones (sbfn_dist.combiners.plugins), so a weight learned
-on D is a weight for unseen rows.
+Regression: all fit(D, y) / predict(D) on the structured dataset D (N, M + P): the M members'
+training predictions and the P plug-ins' out-of-fold ones (sbfn_dist.combiners.plugins), so a
+weight learned on D is a weight for unseen rows.
 
 - SBFNRBF ("sbfn_rbf"): K multivariate Gaussian units over the whole hypothesis vector
   (k-means centres, widths by `width`), the raw columns as linear terms and an intercept: the
@@ -14,7 +15,8 @@ on D is a weight for unseen rows.
   default alphas on D; on plug-in columns it is StackingRegressor itself (a test checks it).
 - StackNNLS ("stack_nnls"): Breiman's (1996) stacked regression, non-negative weights and no
   intercept.
-- BestSingle ("best_single"): the column with the lowest error on the training part's D (for
+- EnsembleSelection, BestSingle (sbfn_dist.combiners.selection): Caruana et al.'s (2004)
+  greedy selection, and the column with the lowest error on the training part's D (for
   plug-ins an out-of-fold error: selection by inner CV).
 
 Classification (docs/method.md, "Plug-in classifiers"): D is (N, M + P, C), the members' and the
@@ -22,15 +24,24 @@ plug-ins' class probabilities on the held-out part.
 - LogisticStack ("stack_logistic"): scikit-learn's StackingClassifier final step, a default
   LogisticRegression on the probabilities side by side (one column per hypothesis for two
   classes); on plug-in probabilities alone it is StackingClassifier itself (a test checks it).
+- ProbabilityNNLS ("stack_nnls"): the Super Learner's method.NNLS (van der Laan, Polley &
+  Hubbard 2007) on probability vectors: non-negative weights minimising the Brier score,
+  normalised to sum to one.
+- EnsembleSelection (log-loss or accuracy), BestSingle (log-loss), as for regression.
+
+stacker(name, task, ...) builds any of them, unfitted.
 """
 
+import json
+
 import numpy as np
-import torch
 from scipy.optimize import nnls
 from sklearn.linear_model import LogisticRegression, RidgeCV
 
 from sbfn_dist.combiners.plugins import in_classes
 from sbfn_dist.combiners.sbfn_ls import fit_lambda_path
+from sbfn_dist.combiners.selection import (TASK_LOSS, BestSingle, EnsembleSelection,
+                                           WeightedHypotheses, as_array, targets)
 from sbfn_dist.data.splits import kfold_splits
 
 
@@ -82,54 +93,61 @@ class StackRidge:
         self.coef_ = self.model_.coef_
         return self
 
+    params = {}     # its alpha is chosen by the fit on each fold's rows: `fitted`, not a setting
+
     @property
-    def params(self) -> dict:
-        return {"alpha": float(self.model_.alpha_)}
+    def fitted(self) -> dict:
+        """The record columns of its fit: RidgeCV's alpha (efficient leave-one-out)."""
+        return {"fitted_params": json.dumps({"alpha": float(self.model_.alpha_)})}
 
     def predict(self, D: np.ndarray) -> np.ndarray:
         return self.model_.predict(D)
 
 
-class StackNNLS:
+class StackNNLS(WeightedHypotheses):
+    """Breiman's (1996) stacked regression: w = argmin_{w >= 0} ||D w - y||^2, no intercept and
+    no sum constraint (y is centred on the training part)."""
+
     name = "stack_nnls"
 
     def fit(self, D: np.ndarray, y: np.ndarray) -> "StackNNLS":
-        self.coef_, _ = nnls(D, y)
+        self.weights_, _ = nnls(D, y)
         return self
 
-    params = {}
 
-    def predict(self, D: np.ndarray) -> np.ndarray:
-        return D @ self.coef_
+class ProbabilityNNLS(WeightedHypotheses):
+    """The Super Learner's method.NNLS on probability vectors: each (row i, class c) is one
+    equation sum_h w_h p_ihc = [y_i = c], so the (N C) x H least squares with w >= 0 minimises
+    the Brier score sum_i ||sum_h w_h p_ih - e_{y_i}||^2; w is then normalised to sum to one
+    (all zero: uniform), so the combination is a probability vector."""
 
+    name = "stack_nnls"
 
-class BestSingle:
-    name = "best_single"
-
-    def __init__(self, columns):
-        self.columns = tuple(columns)     # D's column names: member_0 ... and the plug-ins
-
-    def fit(self, D: np.ndarray, y: np.ndarray) -> "BestSingle":
-        self.column_ = int(np.argmin(((D - y[:, None]) ** 2).mean(0)))
+    def fit(self, P, y) -> "ProbabilityNNLS":
+        P, y = as_array(P), targets(y)
+        n, h, c = P.shape
+        design = P.transpose(0, 2, 1).reshape(n * c, h)     # row (i, c): p_i1c ... p_iHc
+        weights, _ = nnls(design, np.eye(c)[y].reshape(n * c))
+        total = weights.sum()
+        self.weights_ = weights / total if total > 0 else np.full(h, 1.0 / h)
         return self
 
-    @property
-    def params(self) -> dict:
-        return {"column": self.columns[self.column_]}
 
-    def predict(self, D: np.ndarray) -> np.ndarray:
-        return D[:, self.column_]
-
-
-def heterogeneous_combiner(name: str, setting, seed: int, columns):
-    """The combiner `name` of sbfn_dist.settings.tasks.HETEROGENEOUS, unfitted; `setting(field)`
-    reads the trial's settings, `columns` names D's columns."""
+def stacker(name: str, task: str, setting, seed: int, columns):
+    """The combiner `name` fitted on D beside the s-BFN (sbfn_dist.settings.tasks: the
+    regression STACKERS, classification's PRACTITIONERS), unfitted; `setting(field)` reads the
+    trial's settings, `columns` names D's hypotheses."""
+    if name == "ensemble_selection":
+        loss = TASK_LOSS[task] if task == "regression" else setting("selection_metric")
+        return EnsembleSelection(columns, loss, setting("selection_rounds"))
+    if name == "best_single":
+        return BestSingle(columns, TASK_LOSS[task])
+    if name == "stack_nnls":
+        return StackNNLS(columns) if task == "regression" else ProbabilityNNLS(columns)
     if name == "sbfn_rbf":
         return SBFNRBF(setting("rbf_units"), setting("lambda2"), setting("inner_folds"),
                        setting("rbf_width"), seed)
-    if name == "best_single":
-        return BestSingle(columns)
-    return {"stack_ridge": StackRidge, "stack_nnls": StackNNLS}[name]()
+    return {"stack_ridge": StackRidge, "stack_logistic": LogisticStack}[name]()
 
 
 class LogisticStack:
@@ -138,10 +156,9 @@ class LogisticStack:
     name = "stack_logistic"
 
     def fit(self, P, y) -> "LogisticStack":
-        P = _numpy(P)
+        P = as_array(P)
         self.n_hypotheses, self.n_classes = P.shape[1], P.shape[2]
-        y = y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
-        self.model_ = LogisticRegression().fit(self.features(P), y)
+        self.model_ = LogisticRegression().fit(self.features(P), targets(y))
         return self
 
     def features(self, P: np.ndarray) -> np.ndarray:
@@ -155,11 +172,5 @@ class LogisticStack:
 
     def predict_proba(self, P) -> np.ndarray:
         """(N, C) probabilities; a class absent from the rows it was fitted on gets 0."""
-        probs = self.model_.predict_proba(self.features(_numpy(P)))
+        probs = self.model_.predict_proba(self.features(as_array(P)))
         return in_classes(probs, self.model_.classes_, self.n_classes)
-
-
-def _numpy(a) -> np.ndarray:
-    """A tensor (on any device) or an array as a float64 numpy array."""
-    a = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else a
-    return np.asarray(a, dtype=np.float64)

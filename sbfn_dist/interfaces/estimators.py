@@ -54,7 +54,8 @@ from sbfn_dist.learners.cnn import MIN_SIZE
 from sbfn_dist.learners.training import CNNConfig, TrainingDiverged
 from sbfn_dist.runtime import resolve_device
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.fields import TRIAL_FIELDS, Ctx, Items, Maybe, OneOf, defaults, field
+from sbfn_dist.settings.fields import (TRIAL_FIELDS, Ctx, Int, Items, Maybe, OneOf, defaults,
+                                       field)
 from sbfn_dist.settings.tasks import ITERATIVE, LEARNED_HEADS, TASKS
 
 # The classifier offers every classification combiner but base_avg: that one scores each member
@@ -109,7 +110,7 @@ class _SBFNEstimator(saved.Saveable, BaseEstimator):
         return _trial_config(out, self._task)
 
     def _run_fold(self, cfg: TrialConfig, fold: Fold):
-        """(members, fitted combiner, the record's verdict on it): the fold loop of run_trial
+        """(members, fitted combiner, its record columns): the fold loop of run_trial
         (sbfn_dist.combiners.ensembles) on fit's rows; divergence of the members is a
         FitDivergedError."""
         ens = ENSEMBLES[self._task](cfg, fold)
@@ -119,7 +120,7 @@ class _SBFNEstimator(saved.Saveable, BaseEstimator):
             raise FitDivergedError(f"{type(self).__name__} training diverged ({members}) with "
                                    f"lr={cfg.lr}; try a smaller lr{hint}")
         [(name, _, model, _)] = ens.fit(members)
-        return members, model, ens.verdict(name)
+        return members, model, ens.fitted_columns(name, model)
 
 
 def _uninformative(cfg: TrialConfig) -> str:
@@ -139,7 +140,8 @@ def _trial_config(s: dict, task: str) -> TrialConfig:
     deterministic), the device resolved. CNN steps run fp32, eager and uncompiled on every device
     (CNNConfig's own defaults): an estimator's fit does not depend on a GPU's bf16."""
     values = {n: v for n, v in s.items() if n in TRIAL_FIELDS}
-    values.update({n: field(n).default for n in LOOP_ONLY})
+    ctx = Ctx({"task": task}, estimator=True)
+    values.update({n: field(n).default_for(ctx) for n in LOOP_ONLY})
     values.update(task=task, combiners=(s["combiner"],), seed=s["random_state"] or 0,
                   device=resolve_device(s["device"]), precision=CNNConfig.precision,
                   step_engine=CNNConfig.engine, step_compile=CNNConfig.compile)
@@ -210,7 +212,12 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
       "g1", "g2", "g3" iterative s-BFN (Table "s-BFN variants") on the members' training-time
                        prediction stream, Algorithm 1's on-the-fly regime (`lambda2`,
                        `lr_alpha` = eta_alpha, `window` for g2/g3, `g3_basis` for g3);
-      "arithmetic"     the members' mean.
+      "arithmetic"     the members' mean;
+      the practitioners' combiners, fitted on the members' training predictions
+      (docs/method.md, "The practitioners' combiners"): "ensemble_selection" (Caruana et al.
+      2004's greedy selection with replacement, `selection_rounds` rounds, squared error),
+      "stack_nnls" (non-negative weights, Breiman 1996), "stack_ridge" (RidgeCV stacking),
+      "best_single" (the member with the lowest training error).
     Parameters the combiner does not use are ignored.
 
     Defaults: a trial's (sbfn_dist.settings.fields; lambda2 = 0, the first value of its path)
@@ -241,6 +248,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
                  combiner=_REG["combiner"], lambda2=_REG["lambda2"], lr_alpha=_REG["lr_alpha"],
                  window=_REG["window"], sbfn_basis=_REG["sbfn_basis"],
                  sbfn_intercept=_REG["sbfn_intercept"], g3_basis=_REG["g3_basis"],
+                 selection_rounds=_REG["selection_rounds"],
                  # where and how reproducibly it runs
                  device=_REG["device"], random_state=_REG["random_state"]):
         self.n_members = n_members
@@ -261,6 +269,7 @@ class SBFNRegressor(RegressorMixin, _SBFNEstimator):
         self.sbfn_basis = sbfn_basis
         self.sbfn_intercept = sbfn_intercept
         self.g3_basis = g3_basis
+        self.selection_rounds = selection_rounds
         self.device = device
         self.random_state = random_state
 
@@ -441,7 +450,13 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                      `val_fraction` of the rows, held out from the members (`head_epochs`;
                      None: at least 10 epochs and 1000 steps);
       "logit_mean"   logit averaging (the paper's "Mean"); "logit_mean_tuned" the same with a
-                     temperature tuned on the held-out part; "prob_mean" probability averaging.
+                     temperature tuned on the held-out part; "prob_mean" probability averaging;
+      the practitioners' combiners, fitted on the held-out part's member probabilities
+      (docs/method.md, "The practitioners' combiners"): "ensemble_selection" (Caruana et al.
+      2004, `selection_rounds` rounds minimising `selection_metric`: "log_loss" or
+      "accuracy"), "stack_nnls" (the Super Learner's NNLS: non-negative weights summing to
+      one, Brier score), "stack_logistic" (LogisticRegression stacking), "best_single" (the
+      member with the lowest held-out log-loss).
     The learned heads (sbfn, moe and their stacked forms) take `head_fallback`: "prior" (the
     default) answers the class prior where the head is right on no more of the rows it was fitted
     on than their majority class; "none" keeps its own output.
@@ -454,12 +469,12 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
     `random_state=None` means seed 0. `device`: "cpu", "cuda" or "auto".
 
     Fitted attributes: `classes_`, `members_` (sbfn_dist.learners.training.TrainedMembers),
-    `combiner_` (a head module, a tuned temperature, or a fixed rule's name), `scaler_` (tables:
-    the FoldScaler of X; None for images), `x_mean_`, `x_scale_` (images: per channel; None for
-    tables), `image_shape_` ((C, H, W); None for tables), `n_features_in_` (pixels per image for
-    images), `uninformative_` (fit: True when the combiner was right on no more of the rows it
-    was fitted on than their majority class, as the records' `uninformative` says; fit then
-    warns with an UninformativeWarning).
+    `combiner_` (a head module, a tuned temperature, a fixed rule's name, or a fitted anchor),
+    `scaler_` (tables: the FoldScaler of X; None for images), `x_mean_`, `x_scale_` (images: per
+    channel; None for tables), `image_shape_` ((C, H, W); None for tables), `n_features_in_`
+    (pixels per image for images), `uninformative_` (fit: True when the combiner was right on
+    no more of the rows it was fitted on than their majority class, as the records'
+    `uninformative` says; fit then warns with an UninformativeWarning).
     """
 
     _task = "classification"
@@ -482,7 +497,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                  row_norm=_CLF["row_norm"], centre_init=_CLF["centre_init"],
                  centre_step=_CLF["centre_step"], head_optimizer=_CLF["head_optimizer"],
                  head_fallback=_CLF["head_fallback"], head_epochs=_CLF["head_epochs"],
-                 val_fraction=_CLF["val_fraction"],
+                 selection_rounds=_CLF["selection_rounds"],
+                 selection_metric=_CLF["selection_metric"], val_fraction=_CLF["val_fraction"],
                  # where and how reproducibly it runs
                  device=_CLF["device"], random_state=_CLF["random_state"]):
         self.n_members = n_members
@@ -510,6 +526,8 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.head_optimizer = head_optimizer
         self.head_fallback = head_fallback
         self.head_epochs = head_epochs
+        self.selection_rounds = selection_rounds
+        self.selection_metric = selection_metric
         self.val_fraction = val_fraction
         self.device = device
         self.random_state = random_state
@@ -532,10 +550,10 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         fold = (self._image_fold(cfg, x, codes, rows, held_out) if images else
                 _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                       n_classes=len(self.classes_)))
-        members, combiner, verdict = self._run_fold(cfg, fold)
+        members, combiner, fitted = self._run_fold(cfg, fold)
         self.combiner_ = _in_members_dtype(combiner, cfg.dtype, images)
         self.members_ = members
-        self.uninformative_ = bool(verdict.get("uninformative"))
+        self.uninformative_ = bool(fitted.get("uninformative"))
         if self.uninformative_:
             warnings.warn(_uninformative(cfg), UninformativeWarning, stacklevel=2)
         return self
@@ -655,9 +673,12 @@ def estimator_from_fold(config: dict, combiner: str, combiner_params: dict, fold
 
 def _constraint(name: str):
     """The field's constraint; the trial's lambda2 (a path of values fitted on the same members)
-    is one value here, and the combiner one of COMBINERS of the estimator's task."""
+    is one value here, the combiner one of COMBINERS of the estimator's task, and M >= 1."""
     if name == "combiner":
         return OneOf(lambda ctx: COMBINERS[ctx.task])
+    if name == "n_members":       # its members are its only hypotheses (no plug-ins here)
+        return Int(1, note="M = 1 is the single-hypothesis model; for your own models as "
+                           "hypotheses, sbfn_dist.interfaces.stacking")
     check = field(name).check
     return check.inner if isinstance(check, Items) else check
 

@@ -58,7 +58,9 @@ from sbfn_dist.combiners.ensembles import NoMembers
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.online import OnlineSBFN
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
-from sbfn_dist.combiners.stacking import SBFNRBF
+from sbfn_dist.combiners.selection import BestSingle, EnsembleSelection
+from sbfn_dist.combiners.stacking import (SBFNRBF, LogisticStack, ProbabilityNNLS, StackNNLS,
+                                          StackRidge)
 from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import SbfnError, require_writable
 from sbfn_dist.learners.cnn import ARCHITECTURES
@@ -83,7 +85,9 @@ ESTIMATORS = {"SBFNRegressor": "sbfn_dist.interfaces.estimators",
 # restored by setting those attributes on an instance made with object.__new__.
 BAGS = {c.__name__: c for c in (FoldScaler, MemberBasis, KMeansBasis, SBFNLeastSquares,
                                 SBFNRBF, OnlineSBFN, ArithmeticCombiner, SquaredLoss,
-                                CrossEntropy, TrainedMembers, NoMembers)}
+                                CrossEntropy, TrainedMembers, NoMembers, EnsembleSelection,
+                                BestSingle, StackNNLS, ProbabilityNNLS, StackRidge,
+                                LogisticStack)}
 # The types skops must be told to trust for the models of the estimators registry
 # (sbfn_dist.learners.competitors, as competitors or plug-ins) beyond its own defaults; a test
 # checks that every registry model loads with these alone.

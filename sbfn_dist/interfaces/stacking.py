@@ -64,13 +64,17 @@ from sbfn_dist.interfaces.estimators import (PARAMETERS, FitDivergedError, _fold
                                              _trial_config, validated)
 from sbfn_dist.learners.training import TrainingDiverged
 from sbfn_dist.settings.fields import Ctx, Int, OneOf, defaults, field
-from sbfn_dist.settings.tasks import CLOSED_FORM
+from sbfn_dist.settings.tasks import CLOSED_FORM, PRACTITIONERS
 
-# The s-BFN forms the regressor offers (docs/method.md): the closed-form s-BFN (Eq. "weights")
-# on the paper's map, with the linear terms, or the general multivariate basis with K by inner CV.
-REGRESSION_COMBINERS = (*CLOSED_FORM, "sbfn_rbf")
-# The classifier's one combiner: the s-BFN head (Algorithm 2) fitted on held-out hypotheses.
+# The final combiners each stacker offers (docs/method.md): the s-BFN -- regression: the
+# closed-form s-BFN (Eq. "weights") on the paper's map, with the linear terms, or the general
+# multivariate basis with K by inner CV; classification: the s-BFN head (Algorithm 2) fitted on
+# held-out hypotheses -- or one of the practitioners' combiners, on the same out-of-fold D, so
+# that a user compares them on the same columns.
+# The classifier's default: the s-BFN head (Algorithm 2) fitted on held-out hypotheses.
 CLASSIFICATION_COMBINER = "sbfn_stacked"
+COMBINERS = {"regression": (*CLOSED_FORM, "sbfn_rbf", *PRACTITIONERS["regression"]),
+             "classification": (CLASSIFICATION_COMBINER, *PRACTITIONERS["classification"])}
 NO_MEMBERS = 0      # the default: your estimators alone are the hypotheses
 
 _REG = defaults("regression", "tabular", estimator=True)
@@ -79,7 +83,7 @@ _CLF = defaults("classification", "tabular", estimator=True)
 # What each parameter allows beyond the fields' own (PARAMETERS, the SBFN estimators'); cv and
 # n_jobs are scikit-learn's (_check_cv; joblib checks n_jobs).
 CHECKS = {"n_members": Int(0, note="0: your estimators are the only hypotheses"),
-          "combiner": OneOf(REGRESSION_COMBINERS), "rbf_units": field("rbf_units").check}
+          "combiner": OneOf(lambda ctx: COMBINERS[ctx.task]), "rbf_units": field("rbf_units").check}
 SKLEARN_PARAMETERS = ("estimators", "cv", "n_jobs")
 # The parameters named otherwise than their config field, so that no common estimator name is a
 # parameter (module docstring): parameter -> field.
@@ -134,7 +138,9 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
         return _trial_config({**kind, **own}, self._task)
 
     def _fit_fold(self, cfg, fold, pairs: list):
-        """(members, fitted combiner, plug-in columns): the fold loop with `pairs` as plug-ins."""
+        """(members, fitted combiner, plug-in columns): the fold loop with `pairs` as plug-ins;
+        a stacked head then runs in float64 (predictions that do not depend on how rows are
+        batched; its training was float32, as in a trial)."""
         plugins = PluginSet(given_plugins(pairs), self.cv, self.n_jobs)
         ens = ENSEMBLES[self._task](cfg, fold, plugins)
         [members] = train_together([ens])
@@ -143,6 +149,8 @@ class _SBFNStacking(saved.Saveable, _BaseHeterogeneousEnsemble):
                                    f"with lr_theta={cfg.lr}; try a smaller lr_theta or "
                                    "init_scale")
         [(_, _, model, _)] = ens.fit(members)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(torch.float64)
         return members, model, ens.plug
 
     def _keep(self, pairs: list, members, plug) -> None:
@@ -208,7 +216,13 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
                        unit per hypothesis plus the raw hypotheses and an intercept;
       "sbfn_ls"        the paper's map alone (one Gaussian unit per hypothesis);
       "sbfn_rbf"       the general form: K multivariate Gaussian units over the whole
-                       hypothesis vector, K from `rbf_units` by 5-fold inner CV on D.
+                       hypothesis vector, K from `rbf_units` by 5-fold inner CV on D;
+      the practitioners' combiners on the same D (docs/method.md, "The practitioners'
+      combiners"), to compare with the s-BFN on the same out-of-fold columns:
+      "ensemble_selection" (Caruana et al. 2004, `selection_rounds` greedy rounds with
+      replacement, squared error), "stack_nnls" (non-negative weights, Breiman 1996),
+      "stack_ridge" (RidgeCV: StackingRegressor's final step), "best_single" (the column
+      with the lowest out-of-fold error).
 
     Parameters: `estimators` a list of (name, regressor) pairs ('drop' leaves one out; first,
     by position or by name, as StackingRegressor's); `cv` an
@@ -219,7 +233,8 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
 
     Fitted attributes: `estimators_` (refitted on every row, in order), `named_estimators_`,
     `members_` (sbfn_dist.learners.training.TrainedMembers, or ensembles.NoMembers), `combiner_`
-    (the fitted s-BFN), `scaler_` (the FoldScaler of X and y), `n_features_in_`.
+    (the fitted s-BFN or anchor; a weighted one's `weights_` in the order of D's columns: the
+    members, then the estimators), `scaler_` (the FoldScaler of X and y), `n_features_in_`.
     """
 
     _task = "regression"
@@ -227,6 +242,7 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
     def __init__(self, estimators, *, cv=5, n_jobs=None,
                  # the final combiner
                  combiner=_REG["combiner"], lambda2=_REG["lambda2"], rbf_units=_REG["rbf_units"],
+                 selection_rounds=_REG["selection_rounds"],
                  # epsilon-trained MLP members beside your estimators (Algorithm 1)
                  n_members=NO_MEMBERS, epsilon=_REG["epsilon"], lr_theta=_REG["lr"],
                  epochs=_REG["epochs"], batch_size=_REG["batch_size"], width=_REG["width"],
@@ -239,6 +255,7 @@ class SBFNStackingRegressor(RegressorMixin, _SBFNStacking):
         self.combiner = combiner
         self.lambda2 = lambda2
         self.rbf_units = rbf_units
+        self.selection_rounds = selection_rounds
         self.n_members = n_members
         self.epsilon = epsilon
         self.lr_theta = lr_theta
@@ -280,12 +297,19 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
 
     Each estimator's out-of-fold class probabilities over `cv` stratified folds of the training
     rows are one hypothesis of the structured dataset D (N, H, C) (the paper's simplex geometry:
-    D_i the hypotheses' probability vectors side by side). The s-BFN head -- K =
-    `sbfn_units_per_member` x H Gaussian units on D_i, row-normalised, logits H alpha / T
-    (`temperature`), alpha and the centres trained by SGD (`lr_alpha`, `head_optimizer`,
-    `head_epochs`; None: at least 10 epochs and 1000 steps of `batch_size` rows) -- is fitted
-    on D, each estimator is refitted on every row, and predict_proba combines the refits'
+    D_i the hypotheses' probability vectors side by side). The final `combiner` is fitted on D,
+    each estimator is refitted on every row, and predict_proba combines the refits'
     probabilities. Tables only (X is standardised per column by the trials' FoldScaler).
+      "sbfn_stacked"   the s-BFN head: K = `sbfn_units_per_member` x H Gaussian units on D_i,
+                       row-normalised, logits H alpha / T (`temperature`), alpha and the
+                       centres trained by SGD (`lr_alpha`, `head_optimizer`, `head_epochs`;
+                       None: at least 10 epochs and 1000 steps of `batch_size` rows);
+      the practitioners' combiners on the same D (docs/method.md, "The practitioners'
+      combiners"): "ensemble_selection" (Caruana et al. 2004, `selection_rounds` greedy rounds
+      minimising `selection_metric`: "log_loss" or "accuracy"), "stack_nnls" (the Super
+      Learner's NNLS: non-negative weights summing to one, Brier score), "stack_logistic"
+      (LogisticRegression: StackingClassifier's final step), "best_single" (the hypothesis
+      with the lowest log-loss).
 
     With n_members > 0, that many epsilon-trained MLP members (SBFNClassifier's settings:
     `epsilon`, `lr_theta` (its `lr`), `epochs`, `batch_size`, `width`, `init_scale`) join as
@@ -299,17 +323,19 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
     how rows are batched (as SBFNClassifier's on tables). `random_state` None means seed 0.
 
     Fitted attributes: `classes_`, `estimators_`, `named_estimators_`, `members_`, `combiner_`
-    (the s-BFN head, a torch module), `scaler_`, `n_features_in_`.
+    (the s-BFN head, a torch module; or the fitted anchor, a weighted one's `weights_` in the
+    order of D's hypotheses), `scaler_`, `n_features_in_`.
     """
 
     _task = "classification"
 
     def __init__(self, estimators, *, cv=5, n_jobs=None,
-                 # the final combiner: the s-BFN head (Algorithm 2), stacked
-                 temperature=_CLF["temperature"],
+                 # the final combiner: the s-BFN head (Algorithm 2), stacked, or an anchor
+                 combiner=CLASSIFICATION_COMBINER, temperature=_CLF["temperature"],
                  sbfn_units_per_member=_CLF["sbfn_units_per_member"],
                  lr_alpha=_CLF["lr_alpha"], head_optimizer=_CLF["head_optimizer"],
-                 head_epochs=_CLF["head_epochs"],
+                 head_epochs=_CLF["head_epochs"], selection_rounds=_CLF["selection_rounds"],
+                 selection_metric=_CLF["selection_metric"],
                  # epsilon-trained MLP members beside your estimators (Algorithm 2 on MLPs)
                  n_members=NO_MEMBERS, epsilon=_CLF["epsilon"], lr_theta=_CLF["lr"],
                  epochs=_CLF["epochs"], batch_size=_CLF["batch_size"], width=_CLF["width"],
@@ -319,11 +345,14 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         self.estimators = estimators
         self.cv = cv
         self.n_jobs = n_jobs
+        self.combiner = combiner
         self.temperature = temperature
         self.sbfn_units_per_member = sbfn_units_per_member
         self.lr_alpha = lr_alpha
         self.head_optimizer = head_optimizer
         self.head_epochs = head_epochs
+        self.selection_rounds = selection_rounds
+        self.selection_metric = selection_metric
         self.n_members = n_members
         self.epsilon = epsilon
         self.lr_theta = lr_theta
@@ -347,7 +376,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
 
     def fit(self, X, y):
         pairs = self._pairs()
-        cfg = self._config({**self._settings(), "combiner": CLASSIFICATION_COMBINER})
+        cfg = self._config(self._settings())
         X, y = validated(self, X, y)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -359,8 +388,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         rows, held_out = _head_rows(codes, cfg, self.classes_)
         fold = _fold(cfg, x[rows], codes[rows], x_val=x[held_out], y_val=codes[held_out],
                      n_classes=len(self.classes_))
-        members, head, plug = self._fit_fold(cfg, fold, pairs)
-        self.combiner_ = head.to(torch.float64)     # batch-invariant predictions (docstring)
+        members, self.combiner_, plug = self._fit_fold(cfg, fold, pairs)
         self._keep(pairs, members, plug)
         return self
 

@@ -16,7 +16,7 @@ from sbfn_dist.errors import ConfigError, did_you_mean
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRIAL_FIELDS, Ctx,
                                        Items, refusal)
-from sbfn_dist.settings.tasks import STACKED, TASKS, Task
+from sbfn_dist.settings.tasks import PLUGIN_HEADS, TASKS, Task
 
 
 class TrialConfig:
@@ -88,7 +88,7 @@ class TrialConfig:
 
     def uses_validation(self) -> bool:
         """Some combiner fits on a validation part held out from the members."""
-        return any(c in STACKED for c in self.combiners)
+        return Ctx(self._values).stacks()
 
     def fold_indices(self) -> list:
         """The folds this trial runs: the one it names, or all of them."""
@@ -172,6 +172,27 @@ def _cross_checks(v: dict) -> None:
         raise ConfigError("competitors", v["competitors"], f"models that are not plug-ins of the "
                           f"same trial: {both} already get a competitor row each as plug-ins "
                           "(from the fit that gives their column); drop them from competitors")
+    _check_no_members(v)
     n_folds = 1 if v["split"] == "fixed" else v["folds"]
     if v["fold"] is not None and v["fold"] >= n_folds:
         raise ConfigError("fold", v["fold"], f"an index in [0, {n_folds}) or None for all folds")
+
+
+def _check_no_members(v: dict) -> None:
+    """n_members = 0 makes the plug-ins the only hypotheses of D: it needs some, and combiners
+    that read them (a classification trial's others combine member logits or steps)."""
+    if v.get("n_members") != 0:
+        return
+    if "plugin_members" not in v:
+        raise ConfigError("n_members", 0, "an integer >= 1: this trial takes no plug-ins "
+                          f"(plugin_members applies to {BY_NAME['plugin_members'].where})")
+    if not v["plugin_members"]:
+        raise ConfigError("n_members", 0, "an integer >= 1, or 0 with plugin_members (the "
+                          "plug-ins are then the only hypotheses, e.g. plugin_members=ridge,knn)")
+    if v["task"] == "classification":
+        alone = [c for c in v["combiners"] if c not in PLUGIN_HEADS]
+        if alone:
+            raise ConfigError("combiners", v["combiners"], f"combiners that read the plug-ins "
+                              f"({', '.join(PLUGIN_HEADS)}) with n_members=0: {alone} combine "
+                              "the members alone, and none train; name the combiners, e.g. "
+                              f"combiners={','.join(PLUGIN_HEADS)}")

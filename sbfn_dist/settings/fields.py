@@ -26,7 +26,8 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.settings.imports import (estimator_class, import_estimator, import_factory,
                                         is_factory_path)
 from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS,
-                                      PLUGIN_HEADS, SBFN_HEADS, STACKED, TASKS)
+                                      PLUGIN_HEADS, SBFN_HEADS, STACKED, STACKED_HEADS,
+                                      TASKS)
 
 # ------------------------------------------------------------------------- vocabularies
 # The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.
@@ -58,6 +59,7 @@ HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
 PLUGIN_TUNINGS = ("default", "inner_cv")
 RBF_WIDTHS = ("nearest", "rms")
+SELECTION_METRICS = ("log_loss", "accuracy")
 SEED_LIMIT = 2 ** 32        # numpy's range for integer seeds; keeps torch's derived seeds in range
 
 
@@ -225,14 +227,25 @@ class Ctx:
         return self.task == "regression"
 
     @property
-    def members(self) -> bool:
-        """Members are trained: some combiner runs (competitor-only trials train none)."""
+    def combined(self) -> bool:
+        """Some combiner runs (competitor-only trials have none)."""
         return self.estimator or bool(self.values.get("combiners"))
+
+    @property
+    def members(self) -> bool:
+        """Members are trained: some combiner runs, over M >= 1 members (n_members = 0: the
+        plug-ins alone are the hypotheses)."""
+        return self.combined and self.values.get("n_members") != 0
 
     def uses(self, *combiners) -> bool:
         """Some combiner of the trial (or the estimator's one) is among `combiners`."""
         ran = (self.values.get("combiner"),) if self.estimator else self.values.get("combiners", ())
         return any(c in combiners for c in ran)
+
+    def stacks(self) -> bool:
+        """A classification combiner fits on a validation part held out from the members
+        (regression's combiners of the same names fit on the training part's D)."""
+        return not self.regression and self.uses(*STACKED)
 
     def scopes(self) -> tuple:
         return (f"{self.modality} {self.task}", self.task, self.modality)
@@ -367,7 +380,7 @@ class TaskOf:
 
 TABULAR = "tabular data sets (MLP members)"
 IMAGES = "image data sets (CNN members)"
-MEMBERS = "trials that train members (at least one combiner)"
+MEMBERS = "trials that train members (at least one combiner, n_members >= 1)"
 
 FIELDS = [
     # --- what runs: the data set, its task, what is evaluated
@@ -418,8 +431,10 @@ FIELDS = [
     Field("augment", Bool(), lambda ctx: ctx.data.augment, lambda ctx: ctx.image and ctx.members,
           "image trials that train members", doc="crop (+ flip) augmentation of training images"),
     # --- the M members (paper, Table "hyper"; Algorithms 1 and 2)
-    Field("n_members", Int(1, note="M = 1 is the single-hypothesis model"), 5,
-          lambda ctx: ctx.members, MEMBERS),
+    Field("n_members", Int(0, note="M = 1 is the single-hypothesis model; 0: the plug-ins "
+                                   "alone, with plugin_members"), 5,
+          lambda ctx: ctx.combined, "trials that train members or combine plug-ins (at least one "
+          "combiner)"),
     Field("epsilon", Real(0, 1, note="0 = pure winner-takes-all"),
           {"regression": 0.1, "classification": 0.5}, lambda ctx: ctx.members, MEMBERS),
     Field("lr", Real(0, lo_open=True), {"tabular regression": 0.03,
@@ -431,13 +446,17 @@ FIELDS = [
     # estimator's set may be digits' 1,257 (8 steps an epoch). Stacked s-BFN on digits (8x8,
     # 30% held out, 5 splits): 2 epochs 0.946 (worst 0.930), 5 epochs 0.978 (worst 0.967)
     # (docs/method.md, "The scikit-learn estimators' defaults").
+    # With n_members = 0 it is still the plug-in regime's passes of G1/G2/G3 over D.
     Field("epochs", Int(1), {"tabular regression": 10, "tabular classification": 50,
                              "image": 2},
-          lambda ctx: ctx.members, MEMBERS,
+          lambda ctx: ctx.members or ctx.uses(*ITERATIVE),
+          "trials that train members, and the iterative combiners g1, g2, g3",
           est={"tabular regression": 20, "tabular classification": 50, "image": 5}),
+    # With n_members = 0 it is still the stacked heads' SGD batch.
     Field("batch_size", Int(1, note="1 = online, Algorithm 1"),
           {"tabular regression": 1, "tabular classification": 16, "image": 128},
-          lambda ctx: ctx.members, MEMBERS,
+          lambda ctx: ctx.members or ctx.uses(*STACKED_HEADS),
+          "trials that train members, and the stacked heads sbfn_stacked, moe_stacked",
           est={"tabular regression": 16, "tabular classification": 16, "image": 128}),
     # MLP members (paper, "Models Performance & Comparisons")
     Field("width", Int(1), 50, lambda ctx: ctx.members and ctx.tabular, TABULAR, doc="kappa"),
@@ -487,17 +506,22 @@ FIELDS = [
           doc="eta_alpha"),
     Field("window", Int(2, note="G2/G3 need a spread"), 100, lambda ctx: ctx.uses("g2", "g3"),
           "the g2 and g3 combiners", doc="k, G2/G3's recent-prediction window"),
-    Field("online_regime", OneOf(REGIMES), "on_the_fly", lambda ctx: ctx.uses(*ITERATIVE),
-          "the iterative combiners g1, g2, g3"),
+    # Without members there is no training stream to replay: the frozen D (the plug-ins').
+    Field("online_regime", OneOf(lambda ctx: REGIMES if ctx.members else REGIMES[1:],
+                                 "n_members = 0: plug_in, there is no member stream"),
+          lambda ctx: REGIMES[0] if ctx.members else REGIMES[1],
+          lambda ctx: ctx.uses(*ITERATIVE), "the iterative combiners g1, g2, g3",
+          doc="on_the_fly: replay the members' training stream (Algorithm 1); plug_in: the "
+              "frozen D, for `epochs` shuffled passes"),
     Field("sbfn_basis", OneOf(BASES), "member", lambda ctx: ctx.uses(*CLOSED_FORM),
           "the closed-form combiners sbfn_ls, sbfn_ls_linear"),
     Field("sbfn_intercept", Bool(), False, lambda ctx: ctx.uses("sbfn_ls"),
           "the sbfn_ls combiner (sbfn_ls_linear always has an intercept)"),
     Field("g3_basis", OneOf(G3_BASES), "exp", lambda ctx: ctx.uses("g3"), "the g3 combiner"),
     Field("plugin_members", Items(Estimator()), (),
-          lambda ctx: ctx.members and not ctx.estimator and ctx.tabular
+          lambda ctx: ctx.combined and not ctx.estimator and ctx.tabular
           and (ctx.regression or ctx.uses(*PLUGIN_HEADS)),
-          "tabular regression trials that train members, and tabular classification trials "
+          "tabular regression trials with a combiner, and tabular classification trials "
           f"with a combiner that reads them ({', '.join(PLUGIN_HEADS)})", record=False,
           doc="fitted predictors joining the M members as hypotheses of D (classification: "
               "their class probabilities)"),
@@ -517,6 +541,16 @@ FIELDS = [
               "cluster's RMS radius"),
     Field("inner_folds", Int(2), 5, lambda ctx: ctx.uses("sbfn_rbf"), "the sbfn_rbf combiner",
           doc="inner folds of the training part that choose sbfn_rbf's K and lambda2"),
+    # ensemble_selection (docs/method.md, "The practitioners' combiners"): Caruana et al.'s
+    # rounds R; 50 is auto-sklearn's ensemble_size. Regression minimises the squared error.
+    Field("selection_rounds", Int(1), 50, lambda ctx: ctx.uses("ensemble_selection"),
+          "the ensemble_selection combiner",
+          doc="R, the greedy rounds (with replacement): weights are selection counts / R"),
+    Field("selection_metric", OneOf(SELECTION_METRICS), "log_loss",
+          lambda ctx: ctx.uses("ensemble_selection") and not ctx.regression,
+          "classification trials with the ensemble_selection combiner",
+          doc="the loss its greedy rounds minimise on the validation part: log_loss, or "
+              "accuracy (its error rate)"),
     Field("temperature", Real(0, lo_open=True), 3.0, lambda ctx: ctx.uses(*SBFN_HEADS),
           "the s-BFN classification heads (sbfn, sbfn_stacked)", doc="T"),
     Field("sbfn_units_per_member", Int(1, note="K = k * M"), 4, lambda ctx: ctx.uses(*SBFN_HEADS),
@@ -536,15 +570,15 @@ FIELDS = [
           doc="prior: a head right on no more of the rows it was fitted on than their majority "
               "class predicts their class prior (the constant guess); none: its own output"),
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
-          lambda ctx: ctx.uses("sbfn_stacked", "moe_stacked"), "the stacked heads"),
+          lambda ctx: ctx.uses(*STACKED_HEADS), "the stacked heads"),
     # --- the validation part that stacked combiners fit on
     Field("n_val", Maybe(Int(1), "10% of the official training images, at least one of every "
                             "class"), None,
-          lambda ctx: ctx.image and ctx.uses(*STACKED),
-          "image trials with a stacked combiner (sbfn_stacked, moe_stacked, logit_mean_tuned)",
+          lambda ctx: ctx.image and ctx.stacks(),
+          f"image trials with a stacked combiner ({', '.join(STACKED)})",
           hyper=False, record=False),
     Field("val_fraction", Real(0, 1, lo_open=True, hi_open=True), 0.2,
-          lambda ctx: ctx.tabular and ctx.uses(*STACKED),
+          lambda ctx: ctx.tabular and ctx.stacks(),
           "tabular classification with a stacked combiner", hyper=False,
           doc="share of each training part held out for the stacked combiners"),
     # --- competitors

@@ -79,7 +79,10 @@ def _columns() -> dict:
         Column("status", "status", "ok, diverged or failed"),
         Column("error", "status", "why the status is not ok"),
         Column("weights", "fitted", "the combiner's fitted weight of each hypothesis, JSON "
-               "{column: weight} (ensemble_selection: selection counts / rounds; stack_nnls)"),
+               "{column: weight} (ensemble_selection: selection counts / rounds; stack_nnls; "
+               "best_single: 1 on its column)"),
+        Column("fitted_params", "fitted", "JSON of what a combiner's fit chose on the fold's "
+               "own rows, which may differ from fold to fold (stack_ridge: RidgeCV's alpha)"),
         Column("reliability", "fitted", "classification rows: the test part's confidence bins "
                "(Guo et al. 2017), JSON of count, summed confidence and rows right per bin"),
         Column("uninformative", "status", "classification combiners: right on no more of the "

@@ -15,26 +15,12 @@ from dataclasses import dataclass
 CLOSED_FORM = ("sbfn_ls", "sbfn_ls_linear")
 ITERATIVE = ("g1", "g2", "g3")
 REGRESSION_COMBINERS = (*CLOSED_FORM, *ITERATIVE, "arithmetic")
-# Beyond the paper, for heterogeneous hypothesis sets (docs/method.md, "Heterogeneous s-BFN"):
-# sbfn_rbf, the paper's general form -- K multivariate RBF units over the whole hypothesis
-# vector, plus linear terms and an intercept, K and lambda2 chosen by inner CV; and the
-# stacking anchors it must beat: ridge stacking (scikit-learn's StackingRegressor with RidgeCV),
-# non-negative least squares (Breiman 1996), and the best single column by inner CV. Opt-in:
-# a trial runs them only when its combiners name them.
-HETEROGENEOUS = ("sbfn_rbf", "stack_ridge", "stack_nnls", "best_single")
 
 # Classification combiners (Table "Ensemble variants"): s-BFN and MoE heads on-the-fly
 # (Algorithm 2) or stacked on a validation part; "Mean" = logit averaging (optionally with a
 # temperature tuned on the validation part); probability averaging; "Base Avg." = the members'
 # average score.
 ON_THE_FLY_HEADS = ("sbfn", "moe")
-STACKED = ("sbfn_stacked", "moe_stacked", "logit_mean_tuned", "stack_logistic")
-# Beyond the paper (docs/method.md, "Plug-in classifiers"): the combiners whose D holds the
-# plug-ins' out-of-fold class probabilities beside the members' -- the stacked heads, and the
-# anchor they must beat, logistic-regression stacking (scikit-learn's StackingClassifier final
-# step). Opt-in like HETEROGENEOUS: a trial runs stack_logistic only when its combiners name it.
-PLUGIN_HEADS = ("sbfn_stacked", "moe_stacked", "stack_logistic")
-CLASSIFICATION_ANCHORS = ("stack_logistic",)
 SBFN_HEADS = ("sbfn", "sbfn_stacked")
 LEARNED_HEADS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked")
 CLASSIFICATION_COMBINERS = ("sbfn", "sbfn_stacked", "moe", "moe_stacked", "logit_mean",
@@ -57,6 +43,24 @@ ESTIMATORS = (*COMPETITORS, "extra_trees", "hist_gradient_boosting", "knn", "rid
 ANCHORS = {"regression": ("ensemble_selection", "stack_nnls", "stack_ridge"),
            "classification": ("ensemble_selection", "stack_nnls", "stack_logistic")}
 BEST_SINGLE = "best_single"
+# Per task, all of them: part of every trial's default combiners.
+PRACTITIONERS = {task: (*anchors, BEST_SINGLE) for task, anchors in ANCHORS.items()}
+
+# Regression combiners fitted on the training part's D beside the s-BFN
+# (sbfn_dist.combiners.stacking.stacker; docs/method.md, "Heterogeneous s-BFN"): sbfn_rbf, the
+# paper's general form -- K multivariate RBF units over the whole hypothesis vector, plus linear
+# terms and an intercept, K and lambda2 chosen by inner CV; opt-in: a trial runs it only when its
+# combiners name it -- and the practitioners' combiners.
+STACKERS = ("sbfn_rbf", *PRACTITIONERS["regression"])
+# The classification combiners fitted on the validation part, held out from the members: the
+# stacked heads, the tuned temperature of logit averaging, and the practitioners' combiners.
+STACKED_HEADS = ("sbfn_stacked", "moe_stacked")
+STACKED = (*STACKED_HEADS, "logit_mean_tuned", *PRACTITIONERS["classification"])
+# Beyond the paper (docs/method.md, "Plug-in classifiers"): the combiners whose D holds the
+# plug-ins' out-of-fold class probabilities beside the members' -- the stacked heads and the
+# practitioners' combiners they must beat.
+PLUGIN_HEADS = (*STACKED_HEADS, *PRACTITIONERS["classification"])
+
 # Scores where larger is better (every other score is an error or a loss).
 HIGHER_IS_BETTER = ("accuracy", "r2")
 
@@ -68,7 +72,8 @@ class Task:
     metric: str                # the headline score: tables, search objective, "best so far"
     higher_is_better: bool
     scores: tuple              # the score columns of every scored record
-    combiners: tuple           # the combiners a trial runs by default
+    combiners: tuple           # the combiners a trial runs by default (the paper's, then
+                               # the practitioners')
     competitors: tuple = COMPETITORS
     optional: tuple = ()       # combiners a trial runs only when asked for
 
@@ -88,8 +93,9 @@ class Task:
 
 TASKS = {
     "regression": Task("regression", "squared", "rmse", False, ("rmse", "mae", "r2"),
-                       REGRESSION_COMBINERS, optional=HETEROGENEOUS),
+                       (*REGRESSION_COMBINERS, *PRACTITIONERS["regression"]),
+                       optional=("sbfn_rbf",)),
     "classification": Task("classification", "cross_entropy", "accuracy", True,
-                           ("accuracy", "nll", "ece"), CLASSIFICATION_COMBINERS,
-                           optional=CLASSIFICATION_ANCHORS),
+                           ("accuracy", "nll", "ece"),
+                           (*CLASSIFICATION_COMBINERS, *PRACTITIONERS["classification"])),
 }

@@ -163,6 +163,15 @@ def _drawn_axes(spec: SweepSpec) -> str:
                      for k, v in spec.axes.items())
 
 
+def _members_text(c: dict) -> str:
+    """A trial's hypotheses in a plan line: M and epsilon (and a reference's lr), or the
+    plug-ins alone (n_members 0 trains no member: no epsilon)."""
+    if not c["n_members"]:
+        return f"M=0 plug-ins={','.join(c['plugin_members'])} "
+    return (f"M={c['n_members']} eps={axis_text(c['epsilon'])} "
+            + (f"lr={c['lr']:g} " if c["extra"].get("role") == "reference" else ""))
+
+
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
@@ -186,9 +195,7 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
             for i in pack:
                 c = configs[i]
                 role = c["extra"].get("role")
-                what = "" if role == "competitors" else \
-                    f"M={c['n_members']} eps={axis_text(c['epsilon'])} " \
-                    + (f"lr={c['lr']:g} " if role == "reference" else "")
+                what = "" if role == "competitors" else _members_text(c)
                 print(f"    trial {n:>3}  {c['trial_id']:<42} folds {len(folds_of(c)):>2}  "
                       f"{what}role={role}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"

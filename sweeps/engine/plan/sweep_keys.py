@@ -11,7 +11,7 @@ import yaml
 
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings import catalog
-from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS
+from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS, field
 from sweeps.engine.plan import options as run_options
 from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
@@ -161,17 +161,10 @@ def _axis(axis, values) -> list | Range:
     if axis == "ensemble":      # a mix given as a list: the text `--ensembles a+b` gives too
         values = [MEMBER_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v
                   for v in values]
-    if axis == "n_members" and not all(_allowed(COUNT, m) for m in values):
-        raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are integers >= 1")
+    sizes = field("n_members").check     # 0 needs plug-ins: each trial's config says so
+    if axis == "n_members" and not all(sizes.ok(m, None) for m in values):
+        raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are {sizes.text(None)}")
     return values
-
-
-def _allowed(kind: Kind, value) -> bool:
-    try:
-        kind.check(value)
-    except ValueError:
-        return False
-    return True
 
 
 def plain(value):
