@@ -41,12 +41,14 @@ import torch
 from sbfn_dist.combiners import OnlineSBFN, fit_lambda_path
 from sbfn_dist.combiners.online import fit_online_streams
 from sbfn_dist.combiners.classification import (MoEGateHead, SBFNClassifierHead, TrainableHead,
-                                                beats_constant_guess, class_prior, logit_average,
+                                                PROB_FLOOR, beats_constant_guess, class_prior,
+                                                finite_minimum, fit_temperature, logit_average,
                                                 probability_average, tune_temperature)
 from sbfn_dist.combiners.mean import ArithmeticCombiner
 from sbfn_dist.combiners.plugins import PluginSet, fit_columns, trial_plugins
 from sbfn_dist.combiners.selection import WeightedHypotheses
 from sbfn_dist.combiners.stacking import LogisticStack, stacker
+from sbfn_dist.data.splits import kfold_splits
 from sbfn_dist.evaluation.diagnostics import classification_diagnostics, regression_diagnostics
 from sbfn_dist.learners.configs import mlp_settings
 from sbfn_dist.learners.cost import count_parameters
@@ -62,6 +64,9 @@ from sbfn_dist.settings.tasks import (CLOSED_FORM, ITERATIVE, ON_THE_FLY_HEADS, 
 # leave the head under-confident (digits: NLL 1.74 after 30 steps, 0.08 after 900; accuracy is
 # flat), docs/method.md.
 STACK_MIN_STEPS = 1000
+# The folds of a stacked head's validation part that give the out-of-fold probabilities its
+# temperature is fitted on (head_calibration): scikit-learn's CalibratedClassifierCV default.
+CALIBRATION_FOLDS = 5
 # The classification combiners fitted in numpy on D: predict_proba(D) is an (N, C) array, and
 # n_coef counts their coefficients.
 NUMPY_STACKERS = (LogisticStack, WeightedHypotheses)
@@ -272,7 +277,7 @@ class ClassificationEnsemble:
                   if n not in STACKED]
         stacked = [n for n in self.cfg.combiners if n in STACKED]
         val = None
-        if stacked:
+        if stacked or self._calibrates():
             val_logits = members.scores(self.fold.x_val)
             d_val = joined(torch.softmax(val_logits, 2).float(), self._plugin_probs("val"))
             val = (val_logits, d_val, self.fold.y_val_tensor)
@@ -284,7 +289,45 @@ class ClassificationEnsemble:
                 model = self._stack(name, d_val, val[2])
             fitted.append((name, {}, model, time.perf_counter() - start))
         order = {n: i for i, n in enumerate(self.cfg.combiners)}
-        return self._judged(members, sorted(fitted, key=lambda f: order[f[0]]), val)
+        return self._calibrated(self._judged(members, sorted(fitted, key=lambda f: order[f[0]]),
+                                             val), val)
+
+    def _calibrates(self) -> bool:
+        """The learned heads are temperature-scaled (head_calibration), on the validation part."""
+        return self.cfg.get("head_calibration") == "temperature"
+
+    def _calibrated(self, fitted: list, val) -> list:
+        """`fitted`, each learned head that answers its own output (not the constant guess)
+        temperature-scaled where head_calibration says so (Guo et al. 2017; docs/method.md,
+        "Calibrated heads"): tau fitted on the validation part, by the NLL of the head's
+        probabilities there -- for an on-the-fly head rows it never saw, for a stacked head its
+        out-of-fold probabilities (cross_fitted); tau = 1 where the NLL has no minimum inside
+        the search's range (finite_minimum). Each head's row carries its own time."""
+        if not self._calibrates():
+            return fitted
+        out = []
+        for name, params, model, seconds in fitted:
+            start = time.perf_counter()
+            if isinstance(model, TrainableHead) and not model._guessing:
+                probs = (self._cross_fitted(name, *val[1:]) if name in STACKED_HEADS else
+                         combine(model, val[0], val[1][:, :self.cfg.n_members]))
+                tau = fit_temperature(torch.log(probs.double().clamp_min(PROB_FLOOR)), val[2])
+                model.calibrate(tau if finite_minimum(tau) else 1.0)
+            out.append((name, params, model, seconds + time.perf_counter() - start))
+        return out
+
+    def _cross_fitted(self, name: str, d_val, y_val) -> torch.Tensor:
+        """A stacked head's out-of-fold probabilities on the validation part it is fitted on:
+        the head refitted on CALIBRATION_FOLDS - 1 folds of it predicts the last (as
+        scikit-learn's CalibratedClassifierCV(ensemble=False) fits its calibrator)."""
+        folds = min(CALIBRATION_FOLDS, len(y_val))
+        out = torch.empty((len(y_val), self.n_outputs), dtype=torch.float64,
+                          device=d_val.device)
+        for rows, held in kfold_splits(len(y_val), folds, self.seed):
+            rows, held = (torch.as_tensor(i, device=d_val.device) for i in (rows, held))
+            head = fit_stacked_head(name, self.cfg.get, d_val[rows], y_val[rows], self.seed)
+            out[held] = combine(head, None, d_val[held]).double()
+        return out
 
     def _judged(self, members, fitted: list, val) -> list:
         """`fitted`, each combiner judged against the constant guess on the rows it was fitted

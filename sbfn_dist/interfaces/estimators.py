@@ -459,7 +459,10 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
       member with the lowest held-out log-loss).
     The learned heads (sbfn, moe and their stacked forms) take `head_fallback`: "prior" (the
     default) answers the class prior where the head is right on no more of the rows it was fitted
-    on than their majority class; "none" keeps its own output.
+    on than their majority class; "none" keeps its own output. `head_calibration`
+    "temperature" scales their probabilities by a temperature fitted on the held-out part
+    (Guo et al. 2017; a stacked head's out-of-fold probabilities there; docs/method.md,
+    "Calibrated heads"), "none" leaves them as trained.
     Parameters the combiner or the data kind does not use are ignored.
 
     Heads train in float32 (as in run_trial) and then run in the members' dtype. On tables with
@@ -497,7 +500,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
                  row_norm=_CLF["row_norm"], centre_init=_CLF["centre_init"],
                  centre_step=_CLF["centre_step"], head_optimizer=_CLF["head_optimizer"],
                  head_fallback=_CLF["head_fallback"], head_epochs=_CLF["head_epochs"],
-                 selection_rounds=_CLF["selection_rounds"],
+                 head_calibration=_CLF["head_calibration"], selection_rounds=_CLF["selection_rounds"],
                  selection_metric=_CLF["selection_metric"], val_fraction=_CLF["val_fraction"],
                  # where and how reproducibly it runs
                  device=_CLF["device"], random_state=_CLF["random_state"]):
@@ -526,6 +529,7 @@ class SBFNClassifier(ClassifierMixin, _SBFNEstimator):
         self.head_optimizer = head_optimizer
         self.head_fallback = head_fallback
         self.head_epochs = head_epochs
+        self.head_calibration = head_calibration
         self.selection_rounds = selection_rounds
         self.selection_metric = selection_metric
         self.val_fraction = val_fraction

@@ -303,7 +303,9 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
       "sbfn_stacked"   the s-BFN head: K = `sbfn_units_per_member` x H Gaussian units on D_i,
                        row-normalised, logits H alpha / T (`temperature`), alpha and the
                        centres trained by SGD (`lr_alpha`, `head_optimizer`, `head_epochs`;
-                       None: at least 10 epochs and 1000 steps of `batch_size` rows);
+                       None: at least 10 epochs and 1000 steps of `batch_size` rows;
+                       `head_calibration` "temperature": its probabilities temperature-scaled,
+                       tau fitted on its out-of-fold probabilities of the rows it fits on);
       the practitioners' combiners on the same D (docs/method.md, "The practitioners'
       combiners"): "ensemble_selection" (Caruana et al. 2004, `selection_rounds` greedy rounds
       minimising `selection_metric`: "log_loss" or "accuracy"), "stack_nnls" (the Super
@@ -334,7 +336,8 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
                  combiner=CLASSIFICATION_COMBINER, temperature=_CLF["temperature"],
                  sbfn_units_per_member=_CLF["sbfn_units_per_member"],
                  lr_alpha=_CLF["lr_alpha"], head_optimizer=_CLF["head_optimizer"],
-                 head_epochs=_CLF["head_epochs"], selection_rounds=_CLF["selection_rounds"],
+                 head_epochs=_CLF["head_epochs"], head_calibration=_CLF["head_calibration"],
+                 selection_rounds=_CLF["selection_rounds"],
                  selection_metric=_CLF["selection_metric"],
                  # epsilon-trained MLP members beside your estimators (Algorithm 2 on MLPs)
                  n_members=NO_MEMBERS, epsilon=_CLF["epsilon"], lr_theta=_CLF["lr"],
@@ -351,6 +354,7 @@ class SBFNStackingClassifier(ClassifierMixin, _SBFNStacking):
         self.lr_alpha = lr_alpha
         self.head_optimizer = head_optimizer
         self.head_epochs = head_epochs
+        self.head_calibration = head_calibration
         self.selection_rounds = selection_rounds
         self.selection_metric = selection_metric
         self.n_members = n_members

@@ -55,6 +55,7 @@ ROW_NORMS = ("layernorm", "sum", "none")
 CENTRE_INITS = ("kmeans++", "random")
 CENTRE_STEPS = ("bounded", "plain")
 HEAD_FALLBACKS = ("prior", "none")
+HEAD_CALIBRATIONS = ("none", "temperature")
 HEAD_OPTIMIZERS = ("sgd", "adam")
 COMPETITOR_GRIDS = ("default", "small")
 PLUGIN_TUNINGS = ("default", "inner_cv")
@@ -244,8 +245,10 @@ class Ctx:
 
     def stacks(self) -> bool:
         """A classification combiner fits on a validation part held out from the members
-        (regression's combiners of the same names fit on the training part's D)."""
-        return not self.regression and self.uses(*STACKED)
+        (regression's combiners of the same names fit on the training part's D), or a learned
+        head's temperature does (head_calibration)."""
+        calibrated = self.get("head_calibration") == "temperature" and self.uses(*LEARNED_HEADS)
+        return not self.regression and (self.uses(*STACKED) or calibrated)
 
     def scopes(self) -> tuple:
         return (f"{self.modality} {self.task}", self.task, self.modality)
@@ -569,6 +572,10 @@ FIELDS = [
           "the learned heads (sbfn, moe and their stacked forms)",
           doc="prior: a head right on no more of the rows it was fitted on than their majority "
               "class predicts their class prior (the constant guess); none: its own output"),
+    Field("head_calibration", OneOf(HEAD_CALIBRATIONS), "none", lambda ctx: ctx.uses(*LEARNED_HEADS),
+          "the learned heads (sbfn, moe and their stacked forms)",
+          doc="temperature: their probabilities temperature-scaled (Guo et al. 2017), tau fitted "
+              "on the validation part (a stacked head's out-of-fold there); none: as trained"),
     Field("head_epochs", Maybe(Int(1), ">= 10 epochs and >= 1000 steps"), None,
           lambda ctx: ctx.uses(*STACKED_HEADS), "the stacked heads"),
     # --- the validation part that stacked combiners fit on

@@ -83,6 +83,8 @@ def _columns() -> dict:
                "best_single: 1 on its column)"),
         Column("fitted_params", "fitted", "JSON of what a combiner's fit chose on the fold's "
                "own rows, which may differ from fold to fold (stack_ridge: RidgeCV's alpha)"),
+        Column("calibration_temperature", "fitted", "a learned head's post-hoc temperature tau "
+               "(head_calibration: temperature; fitted on the validation part)"),
         Column("reliability", "fitted", "classification rows: the test part's confidence bins "
                "(Guo et al. 2017), JSON of count, summed confidence and rows right per bin"),
         Column("uninformative", "status", "classification combiners: right on no more of the "
