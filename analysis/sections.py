@@ -283,9 +283,11 @@ M_EPS = ("n_members", "epsilon")
 def listed_m_eps(rows: pd.DataFrame, searched: Searched) -> pd.DataFrame:
     """The rows of the data sets whose M and ε are listed values (a grid's): those the (M, ε)
     figures and interval tables show pair by pair. A data set that drew either from a range
-    shows it as a scatter and a binned table instead (setting_specs, drawn_tables)."""
+    shows it as a scatter and a binned table instead (setting_specs, drawn_tables); one whose
+    combiners read plug-ins alone (n_members 0: no ε) has no (M, ε) to show."""
     keep = [dataset for dataset, sub in rows.groupby("dataset", sort=False)
-            if not set(M_EPS) & set(continuous_settings(sub, searched.ranges))]
+            if not set(M_EPS) & set(continuous_settings(sub, searched.ranges))
+            and all(c in sub and sub[c].notna().any() for c in M_EPS)]
     return rows[rows["dataset"].isin(keep)]
 
 

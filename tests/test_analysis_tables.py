@@ -305,3 +305,15 @@ def test_a_list_of_different_architectures_is_compared_with_the_homogeneous_mixe
     assert row["half_width"] == pytest.approx(half, rel=0, abs=POINTS * stats.t.ppf(0.975, 1))
     view = it.heterogeneity_view(gain.reset_index())
     assert set(view["heterogeneous mix"]) == {"Het. mixed", f"Het. simple_cnn + {FACTORY}"}
+
+
+def test_plug_ins_alone_have_no_m_eps_to_show():
+    """A trial of the plug-ins alone (n_members 0) has no ε: no (M, ε) figure or table for its
+    data set (it once raised KeyError 'epsilon' building the report)."""
+    from analysis.collect import Searched
+    from analysis.sections import listed_m_eps
+    rows = pd.DataFrame({"dataset": "d", "model": "sbfn_ls_linear", "n_members": 0,
+                         "fold": [0, 1], "rmse": [1.0, 2.0]})
+    assert listed_m_eps(rows, Searched()).empty
+    with_eps = rows.assign(n_members=2, epsilon=0.5)
+    assert len(listed_m_eps(with_eps, Searched())) == 2

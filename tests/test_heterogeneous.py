@@ -125,7 +125,10 @@ def test_sbfn_rbf_chooses_k_and_lambda2_by_inner_cv():
                 expected[i, j] += ((m.predict(D[val]) - y[val]) ** 2).sum() / 400
     assert np.allclose(model.inner_mse_, expected)
     i, j = np.unravel_index(expected.argmin(), expected.shape)
-    assert model.params == {"rbf_units": (2, 16)[i], "lambda2": (0.0, 10.0)[j]}
+    # the choice is the fit's (fitted_params, each fold's own), not a setting (model_params)
+    assert model.params == {}
+    assert json.loads(model.fitted["fitted_params"]) == {"rbf_units": (2, 16)[i],
+                                                          "lambda2": (0.0, 10.0)[j]}
 
 
 def test_the_multivariate_basis_captures_what_a_linear_stack_cannot():
@@ -152,7 +155,10 @@ def test_a_trial_records_each_plugin_as_a_competitor_and_each_anchor(diabetes):
                               "sklearn.linear_model.LassoCV"]
     assert all(r["status"] == "ok" for r in records)
     rbf = by_model["sbfn_rbf"]
-    assert rbf["lambda2"] == json.loads(rbf["model_params"])["lambda2"]
+    # its K and lambda2 are each fold's own choice by inner CV (fitted_params), not a setting
+    assert rbf["model_params"] == "{}" and np.isnan(rbf.get("lambda2", np.nan))
+    chosen = json.loads(rbf["fitted_params"])
+    assert chosen["lambda2"] in (0.0, 1.0) and chosen["rbf_units"] in (2, 4, 8, 16, 32)
     assert rbf["rbf_width"] == "nearest" and rbf["inner_folds"] == 5
     assert json.loads(by_model["ridge"]["model_params"])["alpha"] in (0.1, 1.0, 10.0, 100.0)
     # RidgeCV's alpha is the fold's own choice: recorded as fitted, never as a setting that

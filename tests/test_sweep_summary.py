@@ -126,6 +126,22 @@ def test_a_configuration_stopped_early_never_tops_the_end_table():
     assert " 5 " in alone and "fewer folds" not in alone    # none complete: shown as they are
 
 
+def test_a_per_fold_grid_whose_every_fold_ran_leaves_nothing_out():
+    # one trial per fold (a per_fold grid: stacking, heterogeneous): the configuration is the
+    # folds' trials together; once it said "4 configurations with fewer folds than planned" of
+    # a configuration with every fold
+    from types import SimpleNamespace
+    from sweeps.engine.plan.planning import trial_config
+    base = regression_sweep("diabetes", "demo").base
+    trials = [trial_config({"n_members": 5, "fold": f}, base, "s") for f in range(5)]
+    rows = [{**row("sbfn_ls", 10.0 + f, f), "trial_id": t["trial_id"]}
+            for f, t in enumerate(trials)]
+    text = summary(rows, plan=SimpleNamespace(configs=trials))
+    assert "fewer folds" not in text
+    line = next(l for l in text.splitlines() if l.startswith("sbfn_ls"))
+    assert line.split()[-3] == "5"                              # its mean over the 5 folds
+
+
 def test_the_end_table_is_followed_by_the_report_s_verdict():
     """The same verdict as the report's (analysis.verdict): the objective's s-BFN against the
     practitioners' combiner, corrected t over the folds, positive = s-BFN better."""

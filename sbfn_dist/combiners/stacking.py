@@ -72,10 +72,13 @@ class SBFNRBF:
         [self.model_] = self._path(D, y, self.n_units_, [self.lambda2_])
         return self
 
+    params = {}     # K and lambda2 are chosen by the fit on each fold's rows: `fitted`
+
     @property
-    def params(self) -> dict:
-        """The setting inner CV chose (recorded as the row's model_params)."""
-        return {"rbf_units": int(self.n_units_), "lambda2": float(self.lambda2_)}
+    def fitted(self) -> dict:
+        """The record columns of its fit: the K and lambda2 its inner CV chose."""
+        return {"fitted_params": json.dumps({"rbf_units": int(self.n_units_),
+                                             "lambda2": float(self.lambda2_)})}
 
     @property
     def coef_(self) -> np.ndarray:

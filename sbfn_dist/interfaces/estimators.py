@@ -655,6 +655,8 @@ def estimator_for(config: dict, combiner: str, combiner_params: dict, random_sta
     params.update(combiner=combiner, random_state=random_state)
     if "lambda2" in combiner_params:
         params["lambda2"] = combiner_params["lambda2"]
+    elif combiner == "sbfn_rbf" and "lambda2" in config:    # the grid its inner CV chooses from
+        params["lambda2"] = config["lambda2"]
     return cls(**params)
 
 

@@ -68,8 +68,9 @@ def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd
     if outcome.plan is None:
         return rows
     configs = outcome.plan.configs
-    whole = with_every_fold(by_configuration(rows, configs), planned_folds(configs))
-    left_out = rows["trial_id"].nunique() - whole["trial_id"].nunique()
+    grouped = by_configuration(rows, configs)          # a per-fold grid's trials: one id
+    whole = with_every_fold(grouped, planned_folds(configs))
+    left_out = grouped["trial_id"].nunique() - whole["trial_id"].nunique()
     if not len(whole) or not left_out:
         return rows
     print(f"  {left_out} configurations with fewer folds than planned (stopped early by ASHA, "
