@@ -2,8 +2,7 @@
 
 FILE is a sweep file (YAML: data set, grid axes, settings, resources; docs/sweeps.md, "Python
 API and sweep files") or the name of a built-in grid, shipped as a file in the package's
-sweeps/grids/ (regression80, paper-full, heterogeneous, demo, classification25,
-classification/demo, mnist). The same sweep from Python: Sweep.from_yaml(FILE).run().
+sweeps/grids/ ({grids}). The same sweep from Python: Sweep.from_yaml(FILE).run().
 The built-in grids' own commands: python -m sweeps.regression --help (also classification,
 cifar10, mnist, fashion_mnist, images). The run options (--num-cpus, --storage, --name, --set,
 ...) are every sweep command's; a flag replaces the file's key.
@@ -17,18 +16,29 @@ from dataclasses import replace
 from pathlib import Path
 
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
-from sweeps.engine.plan.grid_files import grid_file
+from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file, grid_names
 from sweeps.engine.plan.sweep_keys import load
 from sweeps.api import Sweep
 from sweeps.commands.common import SweepParser, run
 from sweeps.engine.plan.options import BY_NAME, add_flags, given, into_definition
 
 
+
+def _shipped_grids() -> str:
+    """The built-in grids as `run` names them: regression's by name (demo is regression's), the
+    other folders' as folder/name where regression has the same name."""
+    regression = grid_names("regression")
+    return ", ".join([*regression, *(f"{folder}/{n}" if n in regression else n
+                                     for folder in GRID_FOLDERS[1:] for n in grid_names(folder))])
+
+
+DESCRIPTION = __doc__.format(grids=_shipped_grids())
+
 def parser() -> argparse.ArgumentParser:
-    p = SweepParser(prog="python -m sweeps", description=__doc__, formatter_class=HelpFormatter,
+    p = SweepParser(prog="python -m sweeps", description=DESCRIPTION, formatter_class=HelpFormatter,
                     allow_abbrev=False)
     commands = p.add_subparsers(dest="command", required=True, metavar="run")
-    r = commands.add_parser("run", help="run the sweep a file defines", description=__doc__,
+    r = commands.add_parser("run", help="run the sweep a file defines", description=DESCRIPTION,
                             formatter_class=HelpFormatter, allow_abbrev=False)
     r.add_argument("file", help="a sweep file (.yaml), or the name of a shipped one")
     add_flags(r)            # every run option, as the other sweep commands have them
