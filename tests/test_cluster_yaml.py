@@ -239,6 +239,19 @@ def test_connect_reads_the_machines_venv_shared_directory_and_every_port_from_th
     assert set(plan.ports["192.0.2.10"]) == set(plan.ports["192.0.2.11"]) | {6379}
 
 
+def test_the_walkthroughs_port_table_is_the_files_ports():
+    """docs/cluster.md step 5 says which ports to open: exactly those the start commands fix."""
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    table = text.split("### 5. The ports between the machines", 1)[1].split("\n\n", 3)[2]
+    listed = set()
+    for row in table.splitlines()[2:]:
+        for field in row.split("|")[1].replace(",", " ").split():
+            low, _, high = field.partition("-")
+            listed |= {int(low), int(high)} if high else {int(low)}
+    ports = {p for ports in pre.plan_of(load("cluster-local.yaml")).ports.values() for p in ports}
+    assert listed == ports | {22}
+
+
 def test_connect_on_a_file_with_placeholders_asks_no_machine():
     done = run_cli("--connect", "cluster-local.yaml")
     assert done.returncode == 1 and "FAILED (--strict): 4 placeholder values left" in done.stdout
