@@ -40,8 +40,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from packaging.specifiers import SpecifierSet
-
 CONNECT_S = 5           # SSH's connect and banner timeout, per machine
 STEP_S = 30             # one step's commands on a machine (a loaded machine imports Ray in ~3 s)
 PROBE_S = 3             # one TCP probe between two machines
@@ -49,13 +47,15 @@ CLOCK_S = 2.0           # clocks further apart: a note (logs and MLflow times di
 MIN_FREE_GB = 1.0       # the shared directory's free space below which a sweep is refused here
 # The ports `ray start` takes, by the flag that sets each (Ray's "Configuring Ray", Ports); a
 # flag the file leaves out means a random port no firewall rule can name (a note).
-PORT_FLAGS = {"--port": "the GCS", "--node-manager-port": "the node manager",
+PORT_FLAGS = {  # the flags of `ray start`, what listens on each port
+              "--port": "the GCS", "--node-manager-port": "the node manager",
               "--object-manager-port": "the object manager",
               "--dashboard-agent-grpc-port": "the dashboard agent (gRPC)",
               "--dashboard-agent-listen-port": "the dashboard agent (HTTP)",
               "--min-worker-port": "the first worker port",
               "--max-worker-port": "the last worker port"}
-NODE_PORTS = ("--node-manager-port", "--object-manager-port", "--min-worker-port",
+NODE_PORTS = (  # `ray start`'s on every node
+              "--node-manager-port", "--object-manager-port", "--min-worker-port",
               "--max-worker-port")
 WALKTHROUGH = "docs/cluster.md, \"A lab's machines, step by step\""
 
@@ -468,7 +468,7 @@ def _python_of(found: Machines, address: str, required: str, head_python) -> lis
     python = facts.get("python")
     if python in (None, "missing"):
         return [Finding(name, f"{what} is missing: {fix}")]
-    if python not in SpecifierSet(required):
+    if not _allowed(python, required):
         return [Finding(name, f"{what} is Python {python}; the project needs {required}: {fix}")]
     if head_python and python != head_python:
         return [Finding(name, f"{what} is Python {python}, the head's {head_python}: Ray refuses "
@@ -485,6 +485,17 @@ def _python_of(found: Machines, address: str, required: str, head_python) -> lis
                               f"{ray_here}: one version on every machine: pip install "
                               f"\"ray[default]=={ray_here}\"")]
     return []
+
+
+def _allowed(version: str, required: str) -> bool:
+    """Whether `version` meets a Requires-Python of >= and < clauses (the project's:
+    ">=3.11,<3.12")."""
+    have = tuple(int(x) for x in version.split(".")[:2])
+    for clause in required.replace(" ", "").split(","):
+        bound = tuple(int(x) for x in clause.lstrip("<>=").split(".")[:2])
+        if (clause.startswith(">=") and have < bound) or (clause.startswith("<") and have >= bound):
+            return False
+    return True
 
 
 def tool_verdicts(found: Machines) -> list[Finding]:
