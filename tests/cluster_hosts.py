@@ -19,6 +19,10 @@ docs/cluster.md, "Testing it: separate hosts on one machine").
     hosts.laptop(args)       a command run as on the user's laptop: in the root network
                              namespace, with a /tmp of its own (Ray's launcher keeps its cluster
                              state and SSH sockets there) and a PID namespace that ends with it
+                             (Cluster gives it a home of the run's, hosts.laptop_home)
+    Cluster(hosts).block(name), run_block(name)   docs/cluster.md's walkthrough block `name`
+                             (marked "make test-cluster runs this block"), run as written on
+                             the filled cluster-local.yaml
     hosts.kill(host), hosts.link(host, up), hosts.restart(host)   a host lost, cut off, back
     hosts.firewall(host, rule)   an iptables rule inside a host's network namespace (flush())
     hosts.bind(host, source, target)   a directory of the host's own over a shared one (unbind)
