@@ -41,18 +41,20 @@ test: .venv/.installed
 	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -n 3 --dist loadfile
 
 # The many-machines tests (tests/test_cluster_hosts.py; docs/cluster.md, "Testing it"): a head
-# and two workers made on this machine with network, mount and PID namespaces, `ray up` of
-# cluster-local.yaml over real SSH, and a sweep per scenario (a host lost, a partition, the
-# driver killed, storage that is not shared, an image sweep). Root only, for the namespaces;
-# the SSH server and rsync they need are installed when absent, as .ci/run installs Chromium.
-# `make test` skips these tests.
-CLUSTER_PACKAGES := openssh-server rsync
+# and two workers made on this machine with network, mount and PID namespaces, docs/cluster.md's
+# walkthrough run on them as written (`--connect`, `ray up` of cluster-local.yaml over real SSH,
+# the sweep, the tunnel, the report), `--connect` on each broken host, and a sweep per scenario
+# (a host lost, a partition, the driver killed, storage or data that is not shared, an image
+# sweep). Root only, for the namespaces; the SSH server, rsync and iptables (a firewall rule
+# inside a host) they need are installed when absent, as .ci/run installs Chromium. -v names
+# each scenario as it starts. `make test` skips these tests.
+CLUSTER_PACKAGES := openssh-server rsync iptables
 test-cluster: .venv/.installed
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test-cluster needs root: its test hosts are network and mount namespaces"; exit 1; }
-	@[ -x /usr/sbin/sshd ] && command -v rsync >/dev/null || \
+	@[ -x /usr/sbin/sshd ] && command -v rsync >/dev/null && command -v iptables >/dev/null || \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(CLUSTER_PACKAGES) || \
 	  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(CLUSTER_PACKAGES); }
-	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -q -rs -p no:cacheprovider --run-cluster tests/test_cluster_hosts.py
+	SBFN_DATA_DIR=$${SBFN_DATA_DIR:-$(DATA)} $(PY) -m pytest -v -rs -p no:cacheprovider --run-cluster tests/test_cluster_hosts.py
 
 bench: .venv/.installed
 	$(INSTALL) '.[test,bench]'

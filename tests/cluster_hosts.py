@@ -19,7 +19,13 @@ docs/cluster.md, "Testing it: separate hosts on one machine").
     hosts.laptop(args)       a command run as on the user's laptop: in the root network
                              namespace, with a /tmp of its own (Ray's launcher keeps its cluster
                              state and SSH sockets there) and a PID namespace that ends with it
+                             (Cluster gives it a home of the run's, hosts.laptop_home)
+    Cluster(hosts).block(name), run_block(name)   docs/cluster.md's walkthrough block `name`
+                             (marked "make test-cluster runs this block"), run as written on
+                             the filled cluster-local.yaml
     hosts.kill(host), hosts.link(host, up), hosts.restart(host)   a host lost, cut off, back
+    hosts.firewall(host, rule)   an iptables rule inside a host's network namespace (flush())
+    hosts.bind(host, source, target)   a directory of the host's own over a shared one (unbind)
     hosts.close()            everything down: every host's processes (SIGKILL of its first
                              process ends its namespace), the namespaces, the bridge, the files
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -47,7 +54,7 @@ TEST_RANGE = ipaddress.ip_network("198.18.0.0/16")
 PRIVATE_ROOTS = ("/tmp", "/root")      # what each host has of its own, under which shared paths hide
 FIGURES: dict = {}                     # what the cluster tests measured (conftest.py prints it)
 NEEDED = {"ip": "iproute2", "unshare": "util-linux", SSHD: "openssh-server",
-          "ssh-keygen": "openssh-client", "rsync": "rsync"}
+          "ssh-keygen": "openssh-client", "rsync": "rsync", "iptables": "iptables"}
 
 
 class HostsUnavailable(Exception):
@@ -125,7 +132,9 @@ class Host:
 class Hosts:
     """`count` hosts on a bridge; the first is meant as the head. A context manager."""
 
-    def __init__(self, count: int, base: str = "/var/tmp"):
+    def __init__(self, count: int, base: str = "/var/tmp", also_shared: tuple = ()):
+        """`also_shared`: more paths every host sees as this machine does (another Python's
+        prefix under /root)."""
         check_can_run()
         subnet = _free_subnet()
         run_id = f"{os.getpid() % 100000}"
@@ -133,6 +142,8 @@ class Hosts:
         self.dir = Path(tempfile.mkdtemp(prefix=f"sbfn-hosts-{run_id}-", dir=base))
         self.shared = self.dir / "shared"        # the lab's NFS: the same directory everywhere
         self.scratch = self.dir / "scratch"      # the same path everywhere, its own on each host
+        self.also_shared = list(also_shared)
+        self.laptop_home = self.dir / "laptop-home"     # the laptop's ~ (not this machine's)
         self.key = self.dir / "ssh" / "id_ed25519"
         self.bridge = f"sbbr{run_id}"
         addresses = list(subnet.hosts())
@@ -148,7 +159,8 @@ class Hosts:
 
     # --- making -----------------------------------------------------------------------
     def _make(self) -> None:
-        for d in (self.shared, self.scratch, self.key.parent, self.dir / "laptop-tmp"):
+        for d in (self.shared, self.scratch, self.key.parent, self.dir / "laptop-tmp",
+                  self.laptop_home):
             d.mkdir(parents=True)
         _keys(self.key.parent)
         _ip("link", "add", self.bridge, "type", "bridge")
@@ -173,7 +185,7 @@ class Hosts:
         config = hostdir / "sshd_config"
         config.write_text(_sshd_config(host.address, self.key.parent, hostdir))
         script = _boot_script(host, self.scratch, hostdir / "hold", config,
-                              _shared_paths(self.shared))
+                              _shared_paths(self.shared, self.also_shared))
         log = open(hostdir / "boot.log", "a")
         host.process = subprocess.Popen(
             ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--pid", "--uts", "--fork",
@@ -227,6 +239,24 @@ class Hosts:
         """Its network cable in or out (the bridge's end of its link)."""
         _ip("link", "set", host.veth, "up" if up else "down")
 
+    def firewall(self, host: Host, *rule: str) -> None:
+        """`iptables RULE` in the host's network namespace (its own tables: nothing else's)."""
+        subprocess.run(["ip", "netns", "exec", host.netns, "iptables", *rule], check=True,
+                       capture_output=True)
+
+    def flush(self, host: Host) -> None:
+        self.firewall(host, "-F")
+
+    def bind(self, host: Host, source: Path, target: str) -> None:
+        """`source` over `target` in the host's mount namespace alone (as a machine whose own
+        directory stands where the others have the shared one)."""
+        done = subprocess.run(self.ssh(host, f"mount --bind {shlex.quote(str(source))} "
+                                             f"{shlex.quote(target)}"), capture_output=True)
+        assert done.returncode == 0, done.stderr
+
+    def unbind(self, host: Host, target: str) -> None:
+        subprocess.run(self.ssh(host, f"umount {shlex.quote(target)}"), capture_output=True)
+
     def restart(self, host: Host) -> None:
         """A lost host booted again: a fresh /tmp and processes, the same home, its link up."""
         self.kill(host)
@@ -246,7 +276,7 @@ class Hosts:
     def laptop_command(self, args: list[str]) -> list[str]:
         """The laptop's /tmp is its own, with what of the run lies under it bound back (a clone
         in /tmp: its venv, the repository the commands run in)."""
-        under_tmp = _under([str(ROOT), *_shared_paths(self.shared)], ("/tmp",))
+        under_tmp = _under([str(ROOT), *_shared_paths(self.shared, self.also_shared)], ("/tmp",))
         own_tmp = f"mount --bind {shlex.quote(str(self.dir / 'laptop-tmp'))} /tmp"
         script = ["set -e", *_bound_back(under_tmp, self.dir / "laptop-hold", [own_tmp]),
                   "exec " + shlex.join(args)]
@@ -329,12 +359,12 @@ def _sshd_config(address: str, keys: Path, hostdir: Path) -> str:
         "MaxSessions 100", "MaxStartups 100:30:200", "LogLevel ERROR", ""])
 
 
-def _shared_paths(shared: Path) -> list[str]:
+def _shared_paths(shared: Path, also: list = ()) -> list[str]:
     """What every host must see as the laptop does, though it may lie under a private root: the
-    venv (this interpreter's prefix), the Python it was made from, the shared directory, and
-    the data directory of the tests."""
+    venv (this interpreter's prefix), the Python it was made from, the shared directory, the
+    data directory of the tests, and `also`."""
     paths = {sys.prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
-             str(shared)}
+             str(shared), *map(str, also)}
     data = os.environ.get("SBFN_DATA_DIR")
     if data and os.path.isdir(data):
         paths.add(os.path.realpath(data))
@@ -413,9 +443,22 @@ def filled_cluster_file(hosts: Hosts, template: Path = ROOT / "cluster-local.yam
     return text.replace(VENV_IN_FILE, sys.prefix).replace(SHARED_IN_FILE, str(hosts.shared))
 
 
+# docs/cluster.md's walkthrough: the blocks `make test-cluster` runs, each marked by name
+WALKTHROUGH = ROOT / "docs" / "cluster.md"
+BLOCK = re.compile(r"<!-- make test-cluster runs this block: (\S+) -->\n```bash\n(.*?)\n```", re.S)
+
+
+def walkthrough() -> dict[str, str]:
+    """name -> the text of each block of docs/cluster.md that the tests run as written."""
+    blocks = dict(BLOCK.findall(WALKTHROUGH.read_text()))
+    assert blocks, f"no block of {WALKTHROUGH} is marked for the tests"
+    return blocks
+
+
 class Cluster:
-    """`ray up` of the filled cluster-local.yaml from the laptop, and the other `ray` commands
-    docs/cluster.md gives a user, each run from the repository root as the docs say."""
+    """The filled cluster-local.yaml, and docs/cluster.md's walkthrough run on it from the
+    laptop (`block`): `ray up`, the sweep, the tunnel, `ray down`, ... each from the repository
+    root, as the docs say; and the harness's own `ray exec` of other commands."""
 
     def __init__(self, hosts: Hosts):
         self.hosts = hosts
@@ -423,9 +466,46 @@ class Cluster:
         self.file.write_text(filled_cluster_file(hosts))
         self.log = hosts.dir / "laptop.log"
         # Ray's usage statistics off: nothing of the run may leave this machine (`ray up` passes
-        # the setting on to every node's Ray).
-        self.env = {"PATH": f"{sys.prefix}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
-                    "LANG": "C.UTF-8", "RAY_USAGE_STATS_ENABLED": "0"}
+        # the setting on to every node's Ray). The laptop's data as the test run's
+        # (SBFN_DATA_DIR: the walkthrough's `ray rsync-up` reads it).
+        self.env = {"PATH": f"{sys.prefix}/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    "HOME": str(hosts.laptop_home), "LANG": "C.UTF-8",
+                    "RAY_USAGE_STATS_ENABLED": "0",
+                    **{k: os.environ[k] for k in ("SBFN_DATA_DIR",) if k in os.environ}}
+
+    def block(self, name: str, file: Path | None = None, edit=None) -> str:
+        """The walkthrough's block `name` as the tests run it: the filled file (or `file`) for
+        cluster-local.yaml and the run's shared directory for /mnt/sbfn; `edit(text)` a
+        test's own change (asserted to change something)."""
+        text = walkthrough()[name]
+        if edit is not None:
+            edited = edit(text)
+            assert edited != text, f"the edit does not apply to the block {name!r}: {text}"
+            text = edited
+        return text.replace("cluster-local.yaml", str(file or self.file)) \
+            .replace(SHARED_IN_FILE, str(self.hosts.shared))
+
+    def run_block(self, name: str, timeout: float = 300, **how) -> subprocess.CompletedProcess:
+        """The block in bash on the laptop, stopping at a failing command; its output in .stdout
+        and in the laptop's log."""
+        text = self.block(name, **how)
+        self.note(f"the walkthrough's block {name!r}")
+        done = self.hosts.laptop(["bash", "-e", "-o", "pipefail", "-c", text], cwd=ROOT,
+                                 timeout=timeout, env=self.env)
+        with open(self.log, "a") as log:
+            log.write(f"\n$ {text}\n{done.stdout}")
+        return done
+
+    def start_block(self, name: str) -> subprocess.Popen:
+        """The block in the background, its stdin a pipe the caller holds (`ray attach`'s
+        shell stays open while it is) and its output in the laptop's log."""
+        text = self.block(name)
+        log = open(self.log, "a")
+        log.write(f"\n$ {text} &\n")
+        log.flush()
+        return subprocess.Popen(self.hosts.laptop_command(["bash", "-c", text]), cwd=ROOT,
+                                env=self.env, stdin=subprocess.PIPE, stdout=log,
+                                stderr=subprocess.STDOUT)
 
     def ray(self, *args: str, timeout: float = 300, capture: bool = False):
         with open(self.log, "a") as log:
@@ -440,7 +520,7 @@ class Cluster:
             log.write(f"\n# {time.strftime('%H:%M:%S')} {text}\n")
 
     def up(self) -> None:
-        done = self.ray("up", str(self.file), "-y", "--no-config-cache")
+        done = self.run_block("up")
         assert done.returncode == 0, f"ray up failed:\n{self.log.read_text()[-4000:]}"
 
     def exec(self, command: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -460,7 +540,8 @@ class Cluster:
                 env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
     def down(self) -> None:
-        self.ray("down", str(self.file), "-y", timeout=120)
+        done = self.run_block("down", timeout=120)
+        assert done.returncode == 0, done.stdout[-3000:]
 
 
 def host_path(host: Host, path: str) -> Path:

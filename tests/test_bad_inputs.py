@@ -280,13 +280,49 @@ FRESH_PROCESS = [
 
 @pytest.mark.parametrize("name, argv, env, words", FRESH_PROCESS)
 def test_a_sweep_refuses_what_ray_cannot_give_in_one_line(name, argv, env, words, tmp_path):
+    """...and leaves nothing behind: an unreachable address is found once the results folder
+    is claimed (it left parts/ and sweep.lock there)."""
+    storage = tmp_path / "results"
     done = subprocess.run([sys.executable, "-m", "sweeps.regression", *REG, "--storage",
-                           str(tmp_path), *argv], capture_output=True, text=True, timeout=300,
+                           str(storage), *argv], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **env})
     assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert all(word in line for word in words), line
-    assert not (tmp_path / "diabetes-demo-smoke" / "sweep.json").exists()
+    assert not storage.exists(), sorted(storage.rglob("*"))
+
+
+@NO_GPU
+def test_an_image_sweep_asking_for_gpus_this_machine_lacks_leaves_no_results_folder(tmp_path):
+    """`sweeps.cifar10 --num-gpus 4` on a machine without a GPU left results/cifar10/parts/ and
+    sweep.lock in the folder it ran from; now it is refused before the claim, in one line."""
+    done = subprocess.run([sys.executable, "-m", "sweeps.cifar10", "--num-gpus", "4"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert "--num-gpus 4 asked, but this machine has 0 CUDA GPU(s)" in line
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_claimed_run_refused_before_its_first_trial_takes_away_what_it_made(tmp_path):
+    """Claim.unmake: the folders and the lock a claim made go, the MLflow store the run opened
+    inside its folder with them; a folder above it that another sweep filled meanwhile stays;
+    a folder that was there before keeps what it held."""
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.run.claim import claim
+    new = tmp_path / "new" / "results"
+    with claim(ResultStore(str(new / "a")), "a") as held:
+        (new / "a" / "mlflow.db").write_bytes(b"x")
+        (new / "b").mkdir()                         # another sweep, started meanwhile
+        held.unmake()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["b", "new", "results"]
+    old = tmp_path / "old"
+    (old / "parts").mkdir(parents=True)
+    (old / "sweep.json").write_text("{}")
+    with claim(ResultStore(str(old)), "old") as held:
+        held.unmake()
+    assert sorted(p.name for p in old.iterdir()) == ["parts", "sweep.json"]
 
 
 # ------------------------------------------------------------------------ estimators

@@ -1,28 +1,38 @@
 """The sweeps on a cluster of separate machines (tests/cluster_hosts.py: a head and two workers,
-each with its own network address, /tmp, processes and sshd), brought up with `ray up` of the
-project's cluster-local.yaml from the "laptop", sweeps submitted with `ray exec` as
-docs/cluster.md tells a user, and what a lab cluster does to a sweep: a host lost, the network
-cut, the driver killed, a results directory that only one machine has, an image sweep. Each
-scenario checks nothing lost and nothing twice: every configuration x fold once in
+each with its own network address, /tmp, processes and sshd), prepared and brought up as
+docs/cluster.md's walkthrough tells a user (its blocks run as written: Cluster.block), and what
+a lab does to a sweep.
+
+    p1-p7  before `ray up`: the walkthrough's `--connect` passes the bare hosts, and names in
+           one line with its fix, within a bounded time, each host broken once: its sshd down,
+           silent, the key's path wrong, a "shared" directory of each host's own, Ray's port
+           blocked between two hosts (a firewall rule inside one), another Python on one
+    a-i    on the cluster: a tabular sweep on every host (a), storage (e) or data (h, i) of
+           one machine refused before any trial, an image sweep (f), the driver killed (d),
+           the walkthrough's sweep, tunnel and report as written (w), a host lost (b), the
+           network cut (c), `ray down` (g)
+
+Each sweep scenario checks nothing lost and nothing twice: every configuration x fold once in
 results.parquet, one MLflow run per configuration on the head's server, and the records equal
 to the same sweep run on one machine.
 
-Root only (network and mount namespaces): `make test-cluster`. Under `make test` these tests
-skip, saying why (conftest.py). One cluster serves every scenario, in this file's order (the
-issue's a, e, f and d on the whole cluster, then b and c, which cut a worker off, then `ray
-down`); a scenario that loses a host boots it again, and the autoscaler starts Ray there while
-the next scenario runs on the others.
+Root only (network and mount namespaces): `make test-cluster`, which names each scenario as it
+runs. Under `make test` these tests skip, saying why (conftest.py). One cluster serves every
+scenario, in this file's order; a scenario that loses a host boots it again, and the autoscaler
+starts Ray there while the next scenario runs on the others.
 """
 
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +76,10 @@ IMAGES = ["sweeps.images", "--smoke", "--members", "2", "--epsilons", "0", "0.3"
 RTOL = 1e-5
 SWEEP_TIMEOUT_S = 300
 WORKER = "ray::ImplicitFunc"        # the process title of a Tune trial's worker
+MLFLOW_PORT = 5050                  # the head's MLflow server (cluster-local.yaml)
+# The longest a `--connect` may take here, a silent host included: its own bounds are SSH's
+# 5 s connect, 3 s per TCP probe and 30 s per step; it took 3-10 s on 2 shared cores.
+PREFLIGHT_S = 45
 
 
 def sweep_command(args: list[str], name: str, storage: str = "$SBFN_RESULTS") -> str:
@@ -132,18 +146,19 @@ class Lab:
             found[(trial, fold)] = (host, mtime)
         return found
 
-    def wait_for_a_trial_midway(self, name: str, host, timeout: float = 200) -> str:
-        """A configuration with one fold done on `host` and two still to do: its trial is
-        running on `host` now (a fold takes a second or more). Its trial id."""
+    def wait_for_a_trial_midway(self, name: str, hosts, timeout: float = 200) -> tuple:
+        """A configuration with one fold done on one of `hosts` and two still to do: its trial
+        is running there now (a fold takes a second or more). (Its trial id, that host.)"""
+        names = {h.name: h for h in hosts}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             parts = self.parts(name)
             done = Counter(trial for trial, _ in parts)
             for (trial, _), (where, _) in parts.items():
-                if where == host.name and done[trial] == 1:
-                    return trial
+                if where in names and done[trial] == 1:
+                    return trial, names[where]
             time.sleep(0.1)
-        raise AssertionError(f"no trial ran on {host.name} within {timeout} s")
+        raise AssertionError(f"no trial ran on {sorted(names)} within {timeout} s")
 
     def driver(self, name: str) -> int:
         """The sweep's driver process on the head (its PID outside the head)."""
@@ -171,12 +186,12 @@ class Lab:
     def table(self, name: str) -> pd.DataFrame:
         return pd.read_parquet(self.results / name / "results.parquet")
 
-    def mlflow_runs(self, name: str) -> list[dict]:
-        """The sweep's runs on the head's MLflow server (127.0.0.1:5000 there), asked through an
-        SSH tunnel as a user's `ray attach cluster-local.yaml -p 5000` does: tags, status, and
-        the steps of each run's per-fold scores."""
+    def mlflow_runs(self, name: str, uri: str | None = None) -> list[dict]:
+        """The sweep's runs on the head's MLflow server (127.0.0.1:5050 there), asked through an
+        SSH tunnel (the harness's own, or `uri`: the walkthrough's `ray attach -p 5050`): tags,
+        status, and the steps of each run's per-fold scores."""
         from mlflow import MlflowClient
-        client = MlflowClient(self.tunnel())
+        client = MlflowClient(uri or self.tunnel())
         experiment = client.get_experiment_by_name(name)
         runs = client.search_runs([experiment.experiment_id], max_results=1000)
         return [{"trial_id": r.data.tags.get("trial_id"), "role": r.data.tags.get("role"),
@@ -190,7 +205,7 @@ class Lab:
         """http://127.0.0.1:PORT on the laptop, forwarded to the head's MLflow server."""
         if self._tunnel is None or self._tunnel[0].poll() is not None:
             port = free_port()
-            process = self.hosts.forward(self.head, port, 5000)
+            process = self.hosts.forward(self.head, port, MLFLOW_PORT)
             deadline = time.monotonic() + 20
             while not reachable("127.0.0.1", port):
                 assert time.monotonic() < deadline and process.poll() is None, "no tunnel"
@@ -271,13 +286,26 @@ def reference_runs(runs: dict, storage: Path) -> dict:
     return process, {name: records(name) for name in runs}
 
 
+@dataclass
+class Bare:
+    """The hosts before `ray up`: the walkthrough's filled cluster file, checked offline, and
+    what the sweep scenarios compare with (the one-machine runs, going on in the background)."""
+    hosts: Hosts
+    cluster: Cluster
+    references: dict            # name -> a function returning that run's records
+    images: list                # the image sweep's arguments (its npz on the shared directory)
+    local: Path                 # the one-machine runs' storage
+    other_python: tuple | None  # (interpreter, prefix) of another Python release, if any
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def bare(tmp_path_factory):
+    other = other_python()
     try:
-        hosts = Hosts(3)
+        hosts = Hosts(3, also_shared=[other[1]] if other else [])
     except HostsUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
-    lab = one_machine = None
+    one_machine = None
     try:
         digits = hosts.shared / DIGITS
         digits.parent.mkdir(parents=True)
@@ -286,24 +314,47 @@ def lab(tmp_path_factory):
         local = tmp_path_factory.mktemp("one-machine")
         one_machine, references = reference_runs({"tabular": TABULAR, "images": images}, local)
         cluster = Cluster(hosts)
-        check = subprocess.run([sys.executable, "-m", "sweeps.tools.check_cluster_yaml",
-                                "--strict", str(cluster.file)], capture_output=True, text=True,
-                               cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        assert check.returncode == 0, check.stdout + check.stderr     # as docs/cluster.md says
-        start = time.monotonic()
-        cluster.up()
-        lab = Lab(hosts, cluster, references)
-        lab.wait_for_nodes()
-        FIGURES["ray up to a ready cluster (3 hosts), s"] = round(time.monotonic() - start, 1)
-        lab.images, lab.local = images, local
-        yield lab
+        check = cluster.run_block("check", timeout=120)
+        assert check.returncode == 0, check.stdout               # as docs/cluster.md says
+        yield Bare(hosts, cluster, references, images, local, other)
     finally:
-        if lab is not None and lab._tunnel is not None:
-            lab._tunnel[0].kill()
         if one_machine is not None and one_machine.poll() is None:
             os.killpg(one_machine.pid, signal.SIGTERM)   # a sweep stops on it as on Ctrl-C
             one_machine.wait(60)
         hosts.close()
+
+
+@pytest.fixture(scope="module")
+def lab(bare):
+    """The walkthrough's `ray up` of the hosts, every node alive."""
+    start = time.monotonic()
+    bare.cluster.up()
+    lab = Lab(bare.hosts, bare.cluster, bare.references)
+    try:
+        lab.wait_for_nodes()
+        FIGURES["ray up to a ready cluster (3 hosts), s"] = round(time.monotonic() - start, 1)
+        lab.images, lab.local = bare.images, bare.local
+        yield lab
+    finally:
+        if lab._tunnel is not None:
+            lab._tunnel[0].kill()
+
+
+def other_python() -> tuple[str, str] | None:
+    """(the interpreter, its prefix) of a Python of another minor release than this one, on
+    this machine (this machine kind has pyenv's 3.10, 3.12 and 3.13; pyenv's shims answer only
+    for its chosen version), or None."""
+    names = [shutil.which(n) for n in ("python3.12", "python3.13", "python3.10")]
+    pyenv = sorted(Path("~/.pyenv/versions").expanduser().glob("3.*/bin/python3"))
+    for found in [*filter(None, names), *map(str, pyenv)]:
+        said = subprocess.run([found, "-c", "import sys; print(sys.version_info[1], "
+                               "sys.base_prefix, sys.executable)"], capture_output=True,
+                              text=True)
+        if said.returncode == 0:
+            minor, prefix, executable = said.stdout.split()
+            if int(minor) != sys.version_info[1]:
+                return executable, prefix
+    return None
 
 
 def write_digits(path: Path) -> None:
@@ -311,6 +362,119 @@ def write_digits(path: Path) -> None:
     from sklearn.datasets import load_digits
     digits = load_digits()
     np.savez(path, x=digits.images.astype("float32")[:, None], y=digits.target)
+
+
+# ------------------------------------------------------------------ the bare hosts: --connect
+def preflight(bare: Bare, file: Path | None = None) -> tuple[list[str], str]:
+    """The walkthrough's `--connect` (on `file`, a broken copy of the filled one): its problem
+    lines (notes aside) and its whole output, once it has passed or failed within PREFLIGHT_S."""
+    start = time.monotonic()
+    done = bare.cluster.run_block("preflight", timeout=120, file=file)
+    took = time.monotonic() - start
+    assert took < PREFLIGHT_S, f"--connect took {took:.0f} s:\n{done.stdout}"
+    assert "Traceback" not in done.stdout, done.stdout
+    problems = [line.strip() for line in done.stdout.splitlines()
+                if line.startswith("  ") and ": note: " not in line]
+    verdict = done.stdout.strip().splitlines()[-1]
+    assert (done.returncode == 0) == (not problems) == (": --connect OK: " in verdict), done.stdout
+    return problems, done.stdout
+
+
+def broken_file(bare: Bare, name: str, old: str, new: str) -> Path:
+    """The filled cluster file with `old` (which it holds) replaced by `new`."""
+    text = bare.cluster.file.read_text()
+    assert old in text
+    path = bare.hosts.dir / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_p1_the_walkthroughs_preflight_passes_the_three_bare_hosts(bare):
+    """Before `ray up`: SSH, Python, Ray, the shared directory and every port between the
+    hosts. Fails on: a check that refuses a good host (the probe's listeners closing before
+    the others have probed them did: "Connection refused" on good ports)."""
+    start = time.monotonic()
+    problems, said = preflight(bare)
+    FIGURES["--connect on the three bare hosts, s"] = round(time.monotonic() - start, 1)
+    assert not problems, said
+    assert "3 of 3 machines answer" in said and "6379" in said and "shared" in said
+
+
+def test_p2_a_host_whose_sshd_is_down_is_named_with_the_fix(bare):
+    """Its address up, nothing listening on 22 (every process of the host killed)."""
+    down = bare.hosts[2]
+    bare.hosts.kill(down)
+    try:
+        [problem], said = preflight(bare)
+    finally:
+        bare.hosts.restart(down)
+    assert problem.startswith(f"{down.address}: SSH refused at {down.address}:22"), said
+    assert "openssh-server" in problem
+
+
+def test_p3_a_host_that_never_answers_costs_seconds_not_a_hang(bare):
+    """Its cable out: SSH through the head times out (5 s) and says so; preflight() bounds
+    the whole run."""
+    silent = bare.hosts[1]
+    bare.hosts.link(silent, False)
+    try:
+        [problem], said = preflight(bare)
+    finally:
+        bare.hosts.link(silent, True)
+    assert problem.startswith(f"{silent.address}: no answer from {silent.address}:22 within"), said
+
+
+def test_p4_a_key_path_that_is_wrong_is_named_before_any_login(bare):
+    file = broken_file(bare, "wrong-key.yaml", str(bare.hosts.key), f"{bare.hosts.key}-old")
+    [problem], said = preflight(bare, file)
+    assert problem.startswith(f"auth.ssh_private_key: the key {bare.hosts.key}-old does not "
+                              "exist"), said
+    assert "ssh-keygen -t ed25519" in problem and "ssh-copy-id" in problem
+    assert "no machine asked" in said
+
+
+def test_p5_a_shared_directory_that_each_host_has_of_its_own_is_named(bare):
+    """The scratch directory: one path, a tmpfs of its own on each host (a local disk where
+    NFS was meant to be mounted): the head writes there, no worker sees it."""
+    file = broken_file(bare, "private.yaml", str(bare.hosts.shared), str(bare.hosts.scratch))
+    problems, said = preflight(bare, file)
+    assert len(problems) == 2, said
+    for worker, problem in zip(bare.hosts.hosts[1:], problems):
+        assert problem.startswith(f"{worker.address} ({worker.name}): {bare.hosts.scratch} is "
+                                  "not shared"), said
+        assert "mount it at" in problem
+
+
+def test_p6_rays_port_blocked_between_two_hosts_is_named_with_the_ports_to_open(bare):
+    """A firewall rule inside a worker's namespace drops what it sends to the head's GCS."""
+    head, worker = bare.hosts[0], bare.hosts[1]
+    bare.hosts.firewall(worker, "-A", "OUTPUT", "-p", "tcp", "-d", head.address, "--dport",
+                        "6379", "-j", "DROP")
+    try:
+        [problem], said = preflight(bare)
+    finally:
+        bare.hosts.flush(worker)
+    assert problem.startswith(f"{worker.address} ({worker.name}): cannot reach {head.address} "
+                              f"({head.name}) on TCP 6379 (timed out"), said
+    assert "open these ports between the machines" in problem
+
+
+def test_p7_a_host_with_another_python_is_named_with_the_fix(bare):
+    """A venv of another Python release stands where the shared venv is, on one worker (a
+    machine whose own venv was made with its own python3.12)."""
+    if bare.other_python is None:
+        pytest.skip("no Python of another release than this one on this machine")
+    other = bare.hosts.dir / "other-venv"
+    subprocess.run([bare.other_python[0], "-m", "venv", "--without-pip", str(other)], check=True)
+    odd = bare.hosts[2]
+    bare.hosts.bind(odd, other, sys.prefix)
+    try:
+        [problem], said = preflight(bare)
+    finally:
+        bare.hosts.unbind(odd, sys.prefix)
+    assert problem.startswith(f"{odd.address} ({odd.name}): {sys.prefix}/bin/python is Python "
+                              "3."), said
+    assert "the project needs" in problem and "3.11" in problem
 
 
 # ------------------------------------------------------------------------------ scenarios
@@ -326,31 +490,69 @@ def test_a_tabular_sweep_runs_on_every_host_and_logs_to_the_heads_mlflow(lab):
         scheduling_gaps(lab.results / "a")
     lab.references["tabular"]()
     FIGURES["the same on one machine"] = scheduling_gaps(lab.local / "tabular")
-    # The report builds from the shared directory, on the laptop.
-    out = lab.hosts.dir / "report"
-    report = subprocess.run([sys.executable, "-m", "analysis.report", str(lab.results / "a"),
-                             "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert report.returncode == 0, report.stderr[-2000:]
-    assert (out / "report.md").exists() and (out / "report.html").exists()
+
+
+def assert_refused_before_any_trial(done, name: str, folder: Path) -> str:
+    """One `error:` line, no traceback, no trial, and no `folder` (the sweep's results folder,
+    or the storage its refused run made): the line."""
+    assert done.returncode != 0, done.stdout[-3000:]
+    errors = [line for line in done.stdout.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stdout[-3000:]
+    assert "Traceback" not in done.stdout and f"[{name}] configurations" not in done.stdout
+    assert not folder.exists(), sorted(folder.rglob("*"))
+    return errors[0]
 
 
 def test_e_a_results_directory_of_one_machine_is_refused_before_any_trial_runs(lab):
     """--storage a path of the head's own /tmp on the three-host cluster. Fails on: the
     engine without ResultStore.check_shared (the sweep starts; trials on the workers fail with
-    a bare FileNotFoundError and are retried onto the head)."""
+    a bare FileNotFoundError and are retried onto the head), or a refusal that leaves the
+    folders it made (parts/, sweep.lock) behind."""
     lab.wait_for_nodes()
     done = lab.cluster.exec(sweep_command(TABULAR, "e", storage="/tmp/sbfn-results"),
                             timeout=SWEEP_TIMEOUT_S)
-    assert done.returncode != 0
-    errors = [line for line in done.stdout.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, done.stdout[-3000:]
-    assert "is not shared" in errors[0] and "s3://" in errors[0] and "mounts" in errors[0]
-    assert all(h.address in errors[0] for h in lab.hosts.hosts[1:])
-    assert "Traceback" not in done.stdout
-    local = host_path(lab.head, "/tmp/sbfn-results/e")
-    assert not (local / "sweep.json").exists() and not list((local / "parts").glob("*"))
+    error = assert_refused_before_any_trial(done, "e", host_path(lab.head, "/tmp/sbfn-results"))
+    assert "is not shared" in error and "s3://" in error and "mounts" in error
+    assert all(h.address in error for h in lab.hosts.hosts[1:])
     assert not any(host_path(h, "/tmp/sbfn-results").exists() for h in lab.hosts.hosts[1:])
+
+
+def walkthrough_name(lab: Lab) -> str:
+    """The walkthrough's sweep's --name."""
+    return re.search(r"--name (\S+)'", lab.cluster.block("sweep"))[1]
+
+
+def test_h_the_walkthroughs_sweep_without_its_data_dir_is_refused_before_any_trial(lab):
+    """The sweep of docs/cluster.md without `--data-dir`: the hosts have no internet and the
+    head no copy. Fails on: a sweep with --address that does not check the data before Ray
+    (each trial failed at each retry, ~20 times the same long error, and the summary said 6
+    configurations with results, 6 failed)."""
+    name = walkthrough_name(lab)
+    done = lab.cluster.run_block("sweep", edit=lambda t: t.replace(" --data-dir /mnt/sbfn/data",
+                                                                   ""))
+    error = assert_refused_before_any_trial(done, name, lab.results / name)
+    assert "error: the data as this machine of the cluster reads it: data set 'air_quality' " \
+           "needs the file uci_air_quality/AirQualityUCI.csv" in error
+    assert "on the shared file system" in error and "--data-dir" in error
+
+
+def test_i_data_that_only_the_head_has_is_refused_before_any_trial(lab):
+    """`--data-dir` a folder of the head's own /tmp, the file there: the head's check passes,
+    a worker's (once joined) does not. Fails on: the data checked on the driver's machine
+    alone (every trial on a worker would fail, and be retried onto the head)."""
+    lab.wait_for_nodes()
+    local = host_path(lab.head, "/tmp/sbfn-data/uci_air_quality")
+    local.mkdir(parents=True)
+    shutil.copy(Path(os.environ["SBFN_DATA_DIR"]) / "uci_air_quality" / "AirQualityUCI.csv",
+                local)
+    name = walkthrough_name(lab)
+    done = lab.cluster.run_block("sweep", edit=lambda t: t.replace(
+        "/mnt/sbfn/data", "/tmp/sbfn-data").replace(f"--name {name}", "--name i"))
+    error = assert_refused_before_any_trial(done, "i", lab.results / "i")
+    workers = [h.address for h in lab.hosts.hosts[1:]]
+    assert any(f"error: the data as the machine {w} of the cluster reads it: data dir "
+               "/tmp/sbfn-data (from --data-dir) does not exist" in error for w in workers), error
+    assert "on the shared file system" in error
 
 
 def test_f_an_image_sweep_reads_its_npz_from_the_shared_directory_on_the_workers(lab):
@@ -390,14 +592,59 @@ def test_d_the_driver_killed_on_the_head_then_resume_finishes_without_recomputin
     assert sweep.wait(60) != 0          # the killed run's `ray exec` said it failed
 
 
+def test_w_the_walkthroughs_data_sweep_tunnel_and_report_run_as_written(lab):
+    """docs/cluster.md's steps 9-12 as a user runs them: the data onto the shared directory,
+    the sweep (the first trial of the walkthrough, on every host that has room), its runs
+    through `ray attach -p 5050` and the report from a copy on the laptop. Fails on: a command
+    of the walkthrough that does not work as written."""
+    lab.wait_for_nodes()
+    name = walkthrough_name(lab)
+    data = lab.cluster.run_block("data", timeout=120)
+    assert data.returncode == 0, data.stdout[-3000:]
+    assert (lab.hosts.shared / "data" / "uci_air_quality" / "AirQualityUCI.csv").exists()
+    done = lab.cluster.run_block("sweep", timeout=SWEEP_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-3000:]
+    table = lab.table(name)
+    planned = json.loads((lab.results / name / "sweep.json").read_text())["trial_ids"]
+    assert_each_fold_once(table, planned, FOLDS)
+    assert (table["status"] == "ok").all() and table["host"].nunique() >= 2
+    assert f"{len(planned)} configurations with results, 0 failed" in done.stdout
+    runs = walkthrough_runs(lab, name)
+    assert sorted(r["trial_id"] for r in runs if r["role"] != "sweep") == sorted(planned)
+    report = lab.cluster.run_block("report", timeout=180)
+    assert report.returncode == 0, report.stdout[-3000:]
+    assert (lab.hosts.laptop_home / "sbfn-results" / name / "report" / "report.html").exists()
+
+
+def walkthrough_runs(lab: Lab, name: str) -> list[dict]:
+    """The sweep's MLflow runs through the walkthrough's own tunnel (its `ray attach -p 5050`,
+    held open while it is asked)."""
+    uri = f"http://127.0.0.1:{MLFLOW_PORT}"
+    assert not reachable("127.0.0.1", MLFLOW_PORT), f"something on this machine holds {uri}"
+    attach = lab.cluster.start_block("mlflow")
+    try:
+        deadline = time.monotonic() + 60
+        while not reachable("127.0.0.1", MLFLOW_PORT):
+            assert time.monotonic() < deadline and attach.poll() is None, "no tunnel"
+            time.sleep(0.3)
+        return lab.mlflow_runs(name, uri)
+    finally:
+        attach.stdin.close()            # the shell on the head ends, and the tunnel with it
+        try:
+            attach.wait(30)
+        except subprocess.TimeoutExpired:
+            attach.kill()
+            attach.wait()
+
+
 def test_b_a_host_lost_mid_sweep_loses_nothing_and_its_trial_finishes_elsewhere(lab):
     """A worker host loses power mid-sweep (its link down, then every process SIGKILLed).
     Fails on: --max-failures 0 (the lost trials fail), or parts keyed by attempt instead of by
-    configuration and fold (the lost trial's finished folds would come twice)."""
-    lost = lab.hosts[2]
-    lab.wait_for_nodes(lab.head, lost)
+    configuration and fold (the lost trial's finished folds would come twice). The worker
+    lost is the first midway through a trial (c says why)."""
+    lab.wait_for_nodes()
     sweep = lab.start_sweep(SMOKE, "b")
-    lab.wait_for_a_trial_midway("b", lost)
+    _, lost = lab.wait_for_a_trial_midway("b", lab.hosts.hosts[1:])
     lab.hosts.link(lost, False)
     lab.hosts.kill(lost)
     loss = time.time()
@@ -430,11 +677,13 @@ def test_c_a_partition_longer_than_the_node_timeout_records_a_trial_of_both_side
     went on on its side (the shared directory stays writable here) while Tune ran it again on
     the other. Fails on: parts written under a name of their own per attempt (the fold done on
     both sides would be recorded twice), or a store that skips a fold only when its part was
-    read at the trial's start (the retry would recompute the folds the cut side wrote)."""
-    cut = lab.hosts[1]
-    lab.wait_for_nodes(lab.head, cut)     # the host lost in b may still be on its way back
-    sweep = lab.start_sweep(SMOKE, "c")
-    trial = lab.wait_for_a_trial_midway("c", cut)
+    read at the trial's start (the retry would recompute the folds the cut side wrote).
+    The tabular sweep of a, and the worker cut the first that is midway through a trial: with
+    the demo's --smoke, on a quiet machine, one worker ran all 6 trials in 4 s, before the
+    others' trial workers had started (the host lost in b may still be on its way back)."""
+    lab.wait_for_nodes(lab.head)
+    sweep = lab.start_sweep(TABULAR, "c")
+    trial, cut = lab.wait_for_a_trial_midway("c", lab.hosts.hosts[1:])
     lab.hosts.link(cut, False)
     start = time.monotonic()
     try:

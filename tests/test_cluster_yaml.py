@@ -4,6 +4,7 @@ it must catch, and the promises the files make (security, storage, install, MLfl
 import copy
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -220,3 +221,128 @@ def test_kuberay_rayjob_is_a_v1_rayjob_for_this_ray():
         assert group["minReplicas"] <= group["maxReplicas"]
     gpu_limits = groups["gpu"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert gpu_limits["nvidia.com/gpu"] == "1"
+
+
+# ---- --connect: what it reads from the file, and its verdicts ------------------------------
+# The machines themselves are checked on three test hosts (tests/test_cluster_hosts.py, p1-p7:
+# `make test-cluster`); here, what needs no machine.
+
+from sweeps.tools import cluster_preflight as pre  # noqa: E402
+
+
+def test_connect_reads_the_machines_venv_shared_directory_and_every_port_from_the_file():
+    plan = pre.plan_of(load("cluster-local.yaml"))
+    assert (plan.head, plan.workers, plan.user) == ("192.0.2.10", ["192.0.2.11", "192.0.2.12"],
+                                                    "YOUR_USER")
+    assert (plan.venv, plan.maker, plan.shared) == ("~/sbfn-venv", "python3.11", "/mnt/sbfn")
+    assert not plan.random_ports                    # no port left to chance: a firewall can
+    assert set(plan.ports["192.0.2.10"]) == set(plan.ports["192.0.2.11"]) | {6379}
+
+
+def test_the_walkthroughs_port_table_is_the_files_ports():
+    """docs/cluster.md step 5 says which ports to open: exactly those the start commands fix."""
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    table = text.split("### 5. The ports between the machines", 1)[1].split("\n\n", 3)[2]
+    listed = set()
+    for row in table.splitlines()[2:]:
+        for field in row.split("|")[1].replace(",", " ").split():
+            low, _, high = field.partition("-")
+            listed |= {int(low), int(high)} if high else {int(low)}
+    ports = {p for ports in pre.plan_of(load("cluster-local.yaml")).ports.values() for p in ports}
+    assert listed == ports | {22}
+
+
+def test_connect_on_a_file_with_placeholders_asks_no_machine():
+    done = run_cli("--connect", "cluster-local.yaml")
+    assert done.returncode == 1 and "FAILED (--strict): 4 placeholder values left" in done.stdout
+    assert "--connect" not in done.stdout          # 192.0.2.x is never tried
+
+
+@pytest.fixture
+def key(tmp_path):
+    if not shutil.which("ssh-keygen"):
+        pytest.skip("no ssh-keygen (Debian's openssh-client) on this machine")
+
+    def make(passphrase: str = "") -> pathlib.Path:
+        path = tmp_path / f"key{len(list(tmp_path.iterdir()))}"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-f", str(path)],
+                       check=True)
+        return path
+    return make
+
+
+def plan_with_key(path) -> pre.Plan:
+    return pre.Plan("10.0.0.1", [], "me", str(path), None, None, None, {}, [])
+
+
+def test_connect_names_what_keeps_ssh_from_the_key(key, tmp_path):
+    assert pre.key_problem(plan_with_key(key())) is None
+    said = {name: pre.key_problem(plan_with_key(path)).text for name, path in {
+        "missing": tmp_path / "nope", "passphrase": key("secret"),
+        "open": (lambda p: (p.chmod(0o644), p)[1])(key())}.items()}
+    assert "does not exist: make a dedicated key without a passphrase: ssh-keygen" in \
+        said["missing"]
+    assert "has a passphrase: Ray's launcher and the head's autoscaler log in unattended" in \
+        said["passphrase"] and "ray_bootstrap_key.pem" in said["passphrase"]
+    assert "can be read by others" in said["open"] and "chmod 600" in said["open"]
+
+
+@pytest.mark.parametrize("stderr, hop, says", [
+    ("ssh: connect to host 10.0.0.1 port 22: Connection refused", "", "SSH refused at"),
+    ("stdio forwarding failed\nkex_exchange_identification: Connection closed by remote host",
+     "bash: connect: Connection refused", "SSH refused at"),
+    ("Connection timed out during banner exchange", "", "no answer from"),
+    ("me@10.0.0.2: Permission denied (publickey).", "ok", "does not take the key"),
+])
+def test_connect_says_why_ssh_failed_and_the_fix(stderr, hop, says):
+    plan = pre.Plan("10.0.0.1", ["10.0.0.2"], "me", "/k", None, None, None, {}, [])
+    assert says in pre.ssh_problem(plan, "10.0.0.2", stderr, hop)
+
+
+def test_a_clock_read_within_the_round_trip_is_not_off():
+    assert pre.clock_offset(100.5, 100.0, 101.0) == 0
+    assert pre.clock_offset(104.0, 100.0, 101.0) == 3.0
+    assert pre.clock_offset(97.0, 100.0, 101.0) == -3.0
+
+
+def machines(facts: dict, probes: dict, maker=None) -> pre.Machines:
+    """What the steps found on head 10.0.0.1 and workers .2 and .3 (a venv, /mnt/sbfn)."""
+    plan = pre.Plan("10.0.0.1", ["10.0.0.2", "10.0.0.3"], "me", "/k", "/mnt/sbfn/venv", maker,
+                    "/mnt/sbfn", {"10.0.0.1": {6379: "the GCS", 6380: "n"},
+                                  "10.0.0.2": {6380: "n"}, "10.0.0.3": {6380: "n"}}, [])
+    import ray
+    good = {"python": "3.11.2", "ray": ray.__version__, "project": "ok",
+            "tool": {"rsync", "ssh", "tmux"}, "shared": {"dir", "writable"}, "free_kb": "9999999"}
+    seen = {"seen": {"home": False, "shared": True}, "busy": [], "reached": {}}
+    return pre.Machines(plan, {a: {**good, **facts.get(a, {})} for a in plan.machines},
+                        probes={a: {**seen, **probes.get(a, {})} for a in plan.machines})
+
+
+def problems(found: pre.Machines) -> list[str]:
+    return [f.line() for f in pre.verdicts(found) if f.fatal]
+
+
+def test_connect_passes_machines_that_can_run_a_sweep():
+    assert problems(machines({}, {})) == []
+
+
+@pytest.mark.parametrize("facts, probes, maker, says", [
+    ({"10.0.0.3": {"python": "3.11.7"}}, {}, None, "10.0.0.3: /mnt/sbfn/venv/bin/python is "
+     "Python 3.11.7, the head's 3.11.2: Ray refuses a node"),
+    ({"10.0.0.2": {"ray": "2.50.0"}}, {}, None, "has Ray 2.50.0, the laptop's `ray up`"),
+    ({"10.0.0.2": {"ray_error": "ModuleNotFoundError: No module named 'ray'"}}, {}, None,
+     "cannot import what a sweep needs (ModuleNotFoundError"),
+    ({"10.0.0.1": {"free_kb": "1000"}}, {}, None, "/mnt/sbfn has 0.00 GB free"),
+    ({}, {"10.0.0.2": {"seen": {"home": False, "shared": False}}}, None,
+     "10.0.0.2: /mnt/sbfn is not shared: a file the head wrote there is not seen here"),
+    ({}, {"10.0.0.2": {"seen": {"home": True, "shared": True}}}, "python3.11",
+     "10.0.0.2: its home is the head's (NFS), and setup_commands install the venv there"),
+    ({}, {"10.0.0.3": {"reached": {"10.0.0.1:6379": "timed out", "10.0.0.1:6380": "ok"}}}, None,
+     "10.0.0.3: cannot reach 10.0.0.1 on TCP 6379 (timed out"),
+    ({}, {"10.0.0.1": {"busy": [6379]}}, None, "10.0.0.1: port(s) 6379 already taken"),
+    ({"10.0.0.2": {"tool": {"ssh"}}}, {}, None, "10.0.0.2: no rsync"),
+])
+def test_connect_names_each_problem_in_one_line_with_its_fix(facts, probes, maker, says):
+    found = machines(facts, probes, maker)
+    [line] = problems(found)
+    assert line.strip().startswith(says) or says in line, line

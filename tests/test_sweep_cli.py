@@ -259,7 +259,10 @@ def flag_mentions(path: pathlib.Path):
 # statement names.
 FOREIGN = {"--head": "ray", "--short": "git", "--backend-store-uri": "mlflow", "--host": "mlflow",
            "--port": "mlflow", "--default-artifact-root": "mlflow", "--version": "argparse",
-           "--env-manager": "mlflow"}
+           "--env-manager": "mlflow", "--tmux": "ray", "--now": "systemctl",
+           **dict.fromkeys(("--node-manager-port", "--object-manager-port",
+                            "--dashboard-agent-grpc-port", "--dashboard-agent-listen-port",
+                            "--min-worker-port", "--max-worker-port"), "ray start")}
 
 
 def test_every_flag_a_message_names_exists(parsers):

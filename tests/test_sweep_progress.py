@@ -245,3 +245,34 @@ def test_a_configuration_split_by_fold_is_best_by_its_mean_over_its_splits():
     assert "best sbfn_ls rmse 0.4 (n_members=2)" in line.line([*a, lucky])
     assert "best sbfn_ls rmse 0.35 (n_members=5)" in line.line([*a, lucky,
                                                                  split_trial("B1", 5, 1, 0.6)])
+
+
+def failing(name: str, error: Exception) -> SimpleNamespace:
+    """A trial whose last attempt raised `error` (Tune's pickled copy of it)."""
+    return SimpleNamespace(trial_id=name, status="RUNNING", last_result={}, path=f"/t/{name}",
+                           config={}, pickled_error_file="/nonexistent",
+                           get_pickled_error=lambda: error)
+
+
+def test_a_fault_every_trial_meets_is_told_once_whole_then_only_counted(capsys):
+    """Data that no machine has failed each of 6 trials at each of its 3 attempts: its long
+    line came ~20 times, cut at 500 characters mid-word. Now each kind of note comes once,
+    whole, then one line says the rest are counted; another error is told again."""
+    fix = "put the file at DIR/uci_air_quality/AirQualityUCI.csv and pass --data-dir DIR " * 9
+    same = [failing(f"T{i}", ValueError(f"data set 'air_quality' is missing. Fix: {fix}"))
+            for i in range(6)]
+    line = progress(configurations=7)
+    for _ in range(2):
+        for trial_ in same:
+            line.on_trial_recover(0, same, trial_)
+    for trial_ in same:
+        line.on_trial_error(0, same, trial_)
+    line.on_trial_recover(0, same, failing("T6", KeyError("another")))
+    notes = [n.strip() for n in capsys.readouterr().out.splitlines() if n.startswith("    ")]
+    assert len(notes) == 5, notes
+    assert notes[0].startswith("trial ") and "failed, retrying it: ValueError: data set" in notes[0]
+    assert notes[0].endswith(fix.strip())                   # whole: ~700 characters
+    assert "with the same error (further ones are only counted" in notes[1]
+    assert "failed after its retries: ValueError:" in notes[2] and "error.txt" in notes[2]
+    assert "failed after its retries with the same error" in notes[3]
+    assert "retrying it: KeyError: 'another'" in notes[4]

@@ -120,6 +120,8 @@ def test_a_configuration_that_raises_fails_alone_in_its_pack(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "failed, retrying it: ValueError: this plug-in always fails" in out
     assert "configurations 2/3 done, 0 running, 0 pending, 1 failed" in out
+    # The summary's counts add up (the failed one has a row too: it was counted with results)
+    assert "min: 2 configurations with results, 1 failed" in out
     table = results(outcome.root)
     failed = failed_trials(table)
     assert list(failed.values()) == ["ValueError: this plug-in always fails"]

@@ -4,13 +4,14 @@ claim), then the plan as the dry run prints it."""
 
 import math
 
-from sbfn_dist.errors import ConfigError, SbfnError
+from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.grids import SweepSpec, axis_text
-from sweeps.engine.plan.planning import SweepOptions, folds_of, result_store, trial_packs
+from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
+                                         result_store, trial_packs)
 from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
 from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
@@ -28,6 +29,7 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
         raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and "
                         "--storage)")
     under_mps(opts)                                 # --mps on where it cannot run
+    _check_local_gpus(opts)
     _check_gpu_settings(configs, opts)
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
@@ -42,14 +44,30 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
 def dry_run_scope(opts: SweepOptions) -> tuple[list[str], list[str]]:
     """(what a dry run checks, what it leaves to the run): what needs Ray, a written results
     folder, or (on a cluster) the machines that hold the data and the trials' devices."""
-    data = "the data and your networks"
+    data = "the data and your networks" + (" as this machine reads them (on the CPU)"
+                                            if opts.address else "")
     here = _data_checked_here(opts)
     checked = ["the settings", *([data] if here else []), "the results folder"]
     skipped = ["whether a trial's resources fit Ray's",
                "writing the results folder and the MLflow store",
-               *([] if here else [f"{data} (a cluster's workers hold the data and the trials' "
-                                  "devices: each trial checks them)"])]
+               *(["the data as another of the cluster's machines reads it (the run asks one "
+                  "once it has joined the cluster), and the trials' devices"]
+                 if opts.address else [])]
     return checked, skipped
+
+
+def _check_local_gpus(opts: SweepOptions) -> None:
+    """--num-gpus beyond this machine's CUDA GPUs, for the Ray the sweep starts here: refused
+    before the results folder is claimed. A cluster's GPUs are its nodes' (check_trial_fits
+    asks Ray), and a Ray already initialised in this process has the GPUs it was given."""
+    if not opts.num_gpus or opts.address or ray_of_this_process():
+        return
+    import torch  # here only: a sweep without GPUs never loads torch in its driver
+    present = torch.cuda.device_count()
+    if opts.num_gpus > present:
+        raise SbfnError(f"--num-gpus {opts.num_gpus:g} asked, but this machine has {present} "
+                        "CUDA GPU(s). Use --num-gpus 0 to train on the CPU, or run on a GPU "
+                        "machine or cluster (--address)")
 
 
 def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
@@ -67,13 +85,56 @@ def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
 
 
 def _check_data(configs: list[dict], opts: SweepOptions) -> None:
-    """Load each data set once here (local runs) and make every trial's parts: a missing file,
-    or data too small for the folds, stops the sweep before Ray starts, not every trial in it.
-    Your networks are checked on the device each trial will have (on_trial_device)."""
+    """Load each data set once here and make every trial's parts: a missing file, or data too
+    small for the folds, stops the sweep before Ray starts, not every trial in it. On a
+    cluster this machine is one of its nodes (the head, under `ray exec`), whose trials read
+    the data where the others do; one other node checks it once the run has joined
+    (cluster_data_problem)."""
     if not _data_checked_here(opts):
         return
+    try:
+        check_data(data_check_configs(configs, opts))
+    except DataError as exc:
+        raise on_the_cluster(exc, opts, "this machine") from None   # the library's own line
+
+
+def data_check_configs(configs: list[dict], opts: SweepOptions) -> list[TrialConfig]:
+    """The configurations as a data check runs them: your networks on the device each trial
+    will have (on_trial_device); on a cluster on the CPU, as any machine can (the GPUs, if any,
+    are the workers', and each trial checks its own)."""
     # planned: trusted, not checked again
-    check_data([TrialConfig(on_trial_device(c, opts)) for c in configs])
+    return [TrialConfig(_on_cpu(c) if opts.address else on_trial_device(c, opts))
+            for c in configs]
+
+
+# A configuration's device choices as any machine can check them
+CPU_CHECK = {"device": "cpu", "precision": "auto", "step_engine": "auto", "step_compile": "auto"}
+
+
+def _on_cpu(config: dict) -> dict:
+    return {**config, **{k: v for k, v in CPU_CHECK.items() if k in config}}
+
+
+def cluster_data_problem(configs: list[TrialConfig]) -> SbfnError | None:
+    """What check_data refuses where this runs (a task on another of the cluster's nodes:
+    sweeps.engine.run.resources.on_another_node), returned, not raised: Ray would wrap a raised
+    one in its traceback. None if nothing."""
+    try:
+        check_data(configs)
+    except SbfnError as exc:
+        return exc
+    return None
+
+
+def on_the_cluster(exc: SbfnError, opts: SweepOptions, machine: str) -> SbfnError:
+    """A data refusal, on a cluster said with where it was found and where the data must be:
+    each trial reads it on its own node. Other refusals as they are."""
+    if not (opts.address and isinstance(exc, DataError)):
+        return exc
+    return SbfnError(f"the data as {machine} of the cluster reads it: {str(exc).rstrip('.')}. "
+                     "On a cluster every machine reads the data itself: put the files in a "
+                     "directory on the shared file system (as --storage is) and pass --data-dir "
+                     "that directory (docs/cluster.md, \"A lab's machines, step by step\", step 9)")
 
 
 def on_trial_device(config: dict, opts: SweepOptions) -> dict:
@@ -86,8 +147,9 @@ def on_trial_device(config: dict, opts: SweepOptions) -> dict:
 
 
 def _data_checked_here(opts: SweepOptions) -> bool:
-    """On a cluster (--address) the workers, not this machine, hold the data and the devices."""
-    return not opts.address
+    """Everywhere but under a Ray Client (ray://): its driver runs on no node of the cluster,
+    and reads the data of none."""
+    return not (opts.address or "").startswith("ray://")
 
 
 def data_stamps(configs: list[dict]) -> dict:

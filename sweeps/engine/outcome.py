@@ -61,6 +61,22 @@ def failed_trials(table: pd.DataFrame) -> dict:
     return dict(zip(rows["trial_id"], rows["error"]))
 
 
+def _by_error(failed: dict) -> dict:
+    """error -> the trial ids that failed with it: a fault every configuration met (data no
+    machine has) is listed once, not once per configuration."""
+    grouped: dict = {}
+    for trial_id, error in failed.items():
+        grouped.setdefault(error, []).append(trial_id)
+    return grouped
+
+
+def _some(trial_ids: list, shown: int = 3) -> str:
+    if len(trial_ids) == 1:
+        return trial_ids[0]
+    more = f" and {len(trial_ids) - shown} more" if len(trial_ids) > shown else ""
+    return f"{len(trial_ids)} configurations ({', '.join(trial_ids[:shown])}{more})"
+
+
 def _ranked_configurations(rows: pd.DataFrame, outcome: SweepOutcome, out) -> pd.DataFrame:
     """The rows the end table ranks: those of the configurations with every planned fold, when
     any has them (sweeps.engine.results.ranking: an ASHA-stopped configuration's mean over its first
@@ -116,11 +132,12 @@ def print_summary(outcome: SweepOutcome, spec: SweepSpec, opts: SweepOptions, ou
     # Diverged rows go in too: the table counts them (not_ok) instead of hiding the model.
     rows = table[table["status"] != "failed"] if len(table) else table
     failed = failed_trials(table)
+    # A failed configuration's rows are in the table too (its `failed` row, its folds done)
+    with_results = set(rows["trial_id"]) - set(failed) if len(rows) else set()
     print(f"\n[{opts.name}] finished in {outcome.seconds / 60:.1f} min: "
-          f"{table['trial_id'].nunique() if len(table) else 0} configurations with results, "
-          f"{len(failed)} failed", file=out)
-    for trial_id, error in failed.items():
-        print(f"  failed: {trial_id}: {error}", file=out)
+          f"{len(with_results)} configurations with results, {len(failed)} failed", file=out)
+    for error, trial_ids in _by_error(failed).items():
+        print(f"  failed: {_some(trial_ids)}: {error}", file=out)
     if len(rows) and not (rows["status"] == "ok").any():      # a table of NaN would say nothing
         print(f"  no score: every model diverged ({rows['error'].iloc[0]}): train with a smaller "
               "lr or init_scale (--set lr=... init_scale=...)", file=out)

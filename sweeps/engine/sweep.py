@@ -63,7 +63,12 @@ def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOut
     stamps = check_before_ray(planned.configs, opts)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
-        return _claimed(spec, opts, planned, store, held, out, stamps)
+        try:
+            return _claimed(spec, opts, planned, store, held, out, stamps)
+        except BaseException:
+            if not store.exists():      # refused (or stopped) before sweep.json, its start
+                held.unmake()           # leaves none of the folders and files it made
+            raise
 
 
 def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: ResultStore,
@@ -77,7 +82,11 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     # The MLflow store's set-up overlaps ray.init.
     warm = tune.warm_tracking(opts, store, spec_record.get(SWEEP_ID))
     with Interruption() as interruption:     # SIGTERM as Ctrl-C; the old handlers come back
-        where = tune.connect_ray(opts, held, interruption, store)
+        try:
+            where = tune.connect_ray(opts, held, interruption, store, configs)
+        except BaseException:
+            warm.wait()     # its store made, before a refusal takes away what the run made
+            raise
         warm.join()
         store.write_spec(spec_record)   # only now: a sweep that never started leaves no claim
         store.delete(RESULTS_FILE)      # stale once trials run: parts/ is the table meanwhile

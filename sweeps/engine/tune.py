@@ -23,16 +23,20 @@ from sweeps.engine.results.ranking import configuration_ids
 from sweeps.engine.run.claim import Claim
 from sweeps.engine.run.mps import under_mps
 from sweeps.engine.run.progress import ProgressLine, StoreKeeper
-from sweeps.engine.run.resources import check_trial_fits, connect, filling_slots, other_nodes_see
+from sweeps.engine.before_ray import cluster_data_problem, data_check_configs, on_the_cluster
+from sweeps.engine.run.resources import (check_trial_fits, connect, filling_slots,
+                                         on_another_node, other_nodes_see)
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
 from sweeps.engine.run.trainable import sweep_trainable
 from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
 from sweeps.engine.tell.tracking import open_experiment, refuse_another_sweeps_runs
 
 
-def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore) -> str:
+def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore,
+                configs: list[dict]) -> str:
     """Ray started or joined (with an MPS daemon where trials share a GPU), then armed against
-    signals, and a trial's resources and the results storage checked against the nodes."""
+    signals, and a trial's resources, the results storage and (on a cluster) the data checked
+    against the nodes."""
     where, session = connect(opts.address, opts.num_cpus, opts.num_gpus, opts.verbose,
                              under_mps(opts))
     interruption.arm()              # after ray.init: Ray's own SIGTERM handler dumps core
@@ -42,7 +46,21 @@ def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStor
     wait = opts.node_wait_s if opts.node_wait_s is not None else (600 if opts.address else 0)
     check_trial_fits(opts.cpus_per_trial, opts.gpus_per_trial, wait_s=wait)
     store.check_shared(other_nodes_see)     # before any trial: a node-local --storage
+    if opts.address:
+        _check_data_elsewhere(configs, opts)
     return where
+
+
+def _check_data_elsewhere(configs: list[dict], opts: SweepOptions) -> None:
+    """The data checked on another of the cluster's machines, as before Ray here
+    (before_ray.py): data of the head's disk alone fails every trial on the others, each
+    retry, each with the same long error."""
+    answer = on_another_node(cluster_data_problem, data_check_configs(configs, opts))
+    if answer is None:          # a cluster of one machine; or no answer: the trials check it
+        return
+    node, problem = answer
+    if problem is not None:
+        raise on_the_cluster(problem, opts, f"the machine {node}")
 
 
 def fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,
@@ -121,13 +139,17 @@ def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | 
 
 
 class _Warming(threading.Thread):
-    """warm_tracking's thread: join() raises what opening the store raised (SbfnError)."""
+    """warm_tracking's thread: join() raises what opening the store raised (SbfnError);
+    wait() only waits."""
     error: SbfnError | None = None
 
     def join(self, timeout=None) -> None:
         super().join(timeout)
         if self.error is not None:
             raise self.error
+
+    def wait(self) -> None:
+        super().join()
 
 
 def warm_tracking(opts: SweepOptions, store: ResultStore, sweep_id: str | None) -> _Warming:

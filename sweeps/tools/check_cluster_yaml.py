@@ -1,7 +1,14 @@
-"""Offline check of a Ray cluster launcher YAML: Ray's own validation plus this project's rules.
+"""Check a Ray cluster launcher YAML: Ray's own validation plus this project's rules, offline;
+with --connect, the machines of an on-prem file too.
 
     python -m sweeps.tools.check_cluster_yaml cluster.yaml cluster-local.yaml
     python -m sweeps.tools.check_cluster_yaml --strict cluster.yaml   # placeholders left = failure
+    python -m sweeps.tools.check_cluster_yaml --connect cluster-local.yaml   # and its machines
+
+--connect (provider: local, --strict implied) logs in to every machine with the file's SSH user
+and key before anything is started there, and says in one line per problem, with its fix, what
+would break a sweep: SSH, the key, Python and Ray, the shared directory, Ray's ports between the
+machines, ... (sweeps/tools/cluster_preflight.py lists them). Exit 0 only when a sweep can run.
 
 `ray up` validates only after it has AWS credentials and starts spending money; this runs the
 same code (`prepare_config` fills Ray's provider defaults, `validate_config` applies
@@ -17,11 +24,13 @@ import copy
 import logging
 import pathlib
 import sys
+import time
 
 import yaml
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
+from sweeps.tools.cluster_preflight import preflight
 
 # Values in the shipped examples that a user must replace, and what with.
 PLACEHOLDERS = {
@@ -152,30 +161,57 @@ def check(path: str | pathlib.Path) -> tuple[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml",
-                                     description=__doc__.split("\n")[0],
+                                     description=__doc__.split("\n\n")[0],
                                      formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("paths", nargs="+", help="cluster YAML files, e.g. cluster.yaml")
     parser.add_argument("--strict", action="store_true", help="fail while placeholders are left")
+    parser.add_argument("--connect", action="store_true",
+                        help="log in to the machines of an on-prem file (provider: local) and "
+                             "check what a sweep needs there (implies --strict)")
     args = parser.parse_args(argv)
-    import ray
+    results = [_check_file(path, args.strict or args.connect, args.connect)
+               for path in args.paths]
+    return 0 if all(results) else 1
 
-    failed = False
-    for path in args.paths:
-        try:
-            summary, notes = check(path)
-        except ClusterConfigError as exc:
-            print(f"{path}: FAILED: {exc}")
-            failed = True
-            continue
-        if notes and args.strict:       # the verdict the exit status gives, in words
-            print(f"{path}: FAILED (--strict): {len(notes)} placeholder values left, though "
-                  f"Ray {ray.__version__}'s validation passes ({summary})")
-            failed = True
-        else:
-            print(f"{path}: OK with Ray {ray.__version__}'s validation ({summary})")
-        for note in notes:
-            print(f"  replace before `ray up`: {note}")
-    return 1 if failed else 0
+
+def _check_file(path: str, strict: bool, connect: bool) -> bool:
+    """One file checked and its verdict printed; whether it passed."""
+    import ray
+    try:
+        summary, notes = check(path)
+    except ClusterConfigError as exc:
+        print(f"{path}: FAILED: {exc}")
+        return False
+    passed = not (notes and strict)
+    if passed:
+        print(f"{path}: OK with Ray {ray.__version__}'s validation ({summary})")
+    else:                               # the verdict the exit status gives, in words
+        print(f"{path}: FAILED (--strict): {len(notes)} placeholder values left, though "
+              f"Ray {ray.__version__}'s validation passes ({summary})")
+    for note in notes:
+        print(f"  replace before `ray up`: {note}")
+    return passed and (_connect(path) if connect else True)
+
+
+def _connect(path: str) -> bool:
+    """--connect: the machines checked (cluster_preflight), a line per problem, the verdict."""
+    config = load_config(path)
+    if config.get("provider", {}).get("type") != "local":
+        print(f"{path}: --connect FAILED: it checks machines you have (provider: local); "
+              "`ray up` makes this file's machines")
+        return False
+    start = time.monotonic()
+    findings, summary = preflight(config)
+    for finding in findings:
+        print(finding.line())
+    problems = [f for f in findings if f.fatal]
+    took = f"{time.monotonic() - start:.1f} s"
+    if problems:
+        print(f"{path}: --connect FAILED: {len(problems)} problem(s) above, each with its fix "
+              f"({summary}; {took})")
+        return False
+    print(f"{path}: --connect OK: a sweep can run ({summary}; {took})")
+    return True
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 Used by the head's start commands in cluster.yaml, cluster-local.yaml and the KubeRay example,
 so every cluster runs the server the same way:
 - bound to 127.0.0.1 only: the Tune drivers on the head log every trial (MLflowLoggerCallback),
-  workers never call MLflow, and people reach the UI through an SSH tunnel (`ray attach -p 5000`);
+  workers never call MLflow, and people reach the UI through an SSH tunnel (`ray attach -p 5050`:
+  PORT, below);
 - sqlite in --store-dir on the head's local disk (sqlite must not live on NFS: its locks are
   unreliable there); artifacts under --artifact-root (S3, or a shared directory);
 - MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false: job execution needs extra services and is unused;
@@ -29,6 +30,10 @@ import urllib.request
 from sbfn_dist.interfaces.usage import HelpFormatter
 
 HOST = "127.0.0.1"
+# The head's port (the cluster files pass it too): not MLflow's 5000, which the laptop's own
+# `mlflow ui` (the README's) holds; `ray attach -p 5050` forwards the same port on the laptop,
+# and with 5000 the browser showed the local runs instead, silently.
+PORT = 5050
 PID_FILE = "server.pid"
 LOG_FILE = "server.log"
 # MLflow's job execution: the server starts background job consumers (huey, about ten
@@ -70,7 +75,8 @@ def _wait_healthy(process: subprocess.Popen, port: int, timeout: float) -> bool:
     return False
 
 
-def start(store_dir, artifact_root: str, port: int = 5000, workers: int = 2, timeout: float = 90.0) -> int | None:
+def start(store_dir, artifact_root: str, port: int = PORT, workers: int = 2,
+          timeout: float = 90.0) -> int | None:
     """Start the server in its own session; return its pid, or None if one is already healthy."""
     if healthy(port):
         return None
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store-dir", required=True, help="local dir for mlflow.db, server.log, server.pid")
     parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared "
                         "dir); start needs it, there is no default")
-    parser.add_argument("--port", type=int, default=5000, help=f"port on {HOST}")
+    parser.add_argument("--port", type=int, default=PORT, help=f"port on {HOST}")
     parser.add_argument("--workers", type=int, default=2, help="the server's web workers")
     args = parser.parse_args(argv)
     if args.action == "stop":

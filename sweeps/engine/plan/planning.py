@@ -107,7 +107,7 @@ class SweepOptions:
             raise ConfigError("--max-concurrent", self.max_concurrent, "an integer >= 1")
         if "://" in self.storage and self.mlflow and not self.mlflow_uri:
             raise ConfigError("--mlflow-uri", None, "a tracking server URI when --storage is "
-                              "remote (e.g. http://127.0.0.1:5000 on the head node), or "
+                              "remote (e.g. http://127.0.0.1:5050 on the head node), or "
                               "--no-mlflow")
         if self.mlflow and self.mlflow_uri:
             check_tracking_uri(self.mlflow_uri)
@@ -416,12 +416,18 @@ def trial_slots(opts: SweepOptions) -> int:
     this machine before it starts) over the CPUs per trial."""
     if opts.max_concurrent:
         return opts.max_concurrent
-    # A Ray never imported is not initialised; importing it here (a dry run) would fix where a
-    # later local Ray binds before the sweep sets its environment (sweeps/engine/common/environment.py).
-    ray = sys.modules.get("ray")
-    cpus = (ray.cluster_resources().get("CPU", 1) if ray and ray.is_initialized()
-            else opts.num_cpus or os.cpu_count() or 1)
+    ray = ray_of_this_process()
+    cpus = ray.cluster_resources().get("CPU", 1) if ray else opts.num_cpus or os.cpu_count() or 1
     return max(1, int(cpus // opts.cpus_per_trial))
+
+
+def ray_of_this_process():
+    """The ray module where this process has initialised Ray (a notebook's, the suite's), else
+    None. A Ray never imported is not initialised; importing it here (a dry run) would fix where
+    a later local Ray binds before the sweep sets its environment
+    (sweeps/engine/common/environment.py)."""
+    ray = sys.modules.get("ray")
+    return ray if ray is not None and ray.is_initialized() else None
 
 
 def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:

@@ -22,6 +22,11 @@ are never touched; `ray stop` would stop every Ray of the user on the machine. (
 processes' environment are not enough: Ray's Python processes write their title over the start
 of their environment, and an agent was seen here with every mark erased.)
 
+**A run refused before it starts** (Ray cannot give its trials' resources, the data is not
+where the machines read it, ...: before it writes sweep.json) takes away the folders and the
+lock its claim made (Claim.unmake): a refusal leaves nothing behind. A run that locks the file
+checks that it is still the one at the path, as such a run may have removed it meanwhile.
+
 Remote storage (s3://...) takes no lock: there, sweep.json alone refuses a second sweep of the
 same name once the first has started. Leftovers are found through /proc (Linux).
 """
@@ -31,13 +36,14 @@ import fcntl
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import socket
 import time
 from dataclasses import dataclass, field
 
 from sbfn_dist.errors import SbfnError
-from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.store import PARTS_DIR, ResultStore
 
 
 LOCK_FILE = "sweep.lock"
@@ -54,6 +60,7 @@ class Claim:
     fd: int | None          # the locked sweep.lock; None for remote storage
     previous: str = ""      # the text a killed run left in it
     stopped: dict = field(default_factory=dict)   # pid -> command: leftovers take_over stopped
+    made: list = field(default_factory=list)      # the folders and lock claim() created
 
     def record_ray(self, session: str) -> None:
         """Name the local Ray this run started (its session directory) in sweep.lock: if the
@@ -69,6 +76,27 @@ class Claim:
             os.close(self.fd)          # closing drops the lock
             self.fd = None
 
+    def unmake(self) -> None:
+        """Take away what claim() created, for a run that never started (refused before its
+        first trial): no results folder, parts/ or sweep.lock of its own is left behind. In a
+        sweep's folder it made, what the run wrote goes too (the MLflow store it opened),
+        while the lock is still held; the folders go last, each only if empty (a run of
+        another sweep may have filled the one above meanwhile)."""
+        if self.fd is None:
+            return
+        lock = [p for p in self.made if os.path.basename(p) == LOCK_FILE]
+        folders = [p for p in self.made if p not in lock]
+        for root in (f for f in folders if os.path.join(f, LOCK_FILE) in lock):
+            for entry in os.scandir(root):
+                if entry.name != LOCK_FILE:
+                    _remove(entry.path)
+        for path in lock:
+            os.unlink(path)
+        self.release()
+        for folder in reversed(folders):            # innermost first
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+
     def __enter__(self) -> "Claim":
         return self
 
@@ -77,17 +105,50 @@ class Claim:
 
 
 def claim(store: ResultStore, name: str) -> Claim:
-    """Hold the sweep's lock, or refuse (SweepBusy) while another run holds it."""
+    """Hold the sweep's lock, or refuse (SweepBusy) while another run holds it. The Claim
+    lists what this made (Claim.unmake)."""
     if "://" in store.uri:
         return Claim(None)
-    store.create()      # the directory exists and is writable (else StorageError)
-    fd = os.open(os.path.join(store.root, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
-    _lock(fd, store, name)
+    path = os.path.join(store.root, LOCK_FILE)
+    made = _missing([*_ancestors(store.root), os.path.join(store.root, PARTS_DIR), path])
+    while True:
+        store.create()      # the directory exists and is writable (else StorageError)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        _lock(fd, store, name)
+        if _is_the_file(fd, path):
+            break
+        os.close(fd)        # a run that never started took its lock away meanwhile: again
     previous = _text(fd)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-    return Claim(fd, previous)
+    return Claim(fd, previous, made=made)
+
+
+def _ancestors(root: str) -> list[str]:
+    """`root` and the folders above it, outermost first."""
+    parts = os.path.abspath(root).split(os.sep)
+    return [os.sep.join(parts[:i]) for i in range(2, len(parts) + 1)]
+
+
+def _missing(paths: list[str]) -> list[str]:
+    return [p for p in paths if not os.path.lexists(p)]
+
+
+def _is_the_file(fd: int, path: str) -> bool:
+    """Whether the locked `fd` is the file at `path` still (Claim.unmake removes it)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def refuse_while_running(store: ResultStore, name: str) -> None:

@@ -117,9 +117,11 @@ class ProgressLine(Callback):
         self.max_running = 0
 
     def setup(self, **info):
-        # Also after a resume (this object is unpickled then): the rate counts this run only.
+        # Also after a resume (this object is unpickled then): the rate counts this run only,
+        # and its failures are told afresh.
         self.start = time.monotonic()
         self.computed, self.computing, self.evidence = 0, set(), False
+        self.told: set = set()
         QuietTrialFailures.install()
 
     def on_step_end(self, iteration, trials, **info):
@@ -141,11 +143,27 @@ class ProgressLine(Callback):
         self.print(trials)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self.print(trials, note=f"trial {trial} failed after its retries: {error_text(trial)} "
-                                f"(traceback: {trial.path}/error.txt)")
+        self.print(trials, note=self.failure(trial, "failed after its retries",
+                                             f" (traceback: {trial.path}/error.txt)"))
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        self.print(trials, note=f"trial {trial} failed, retrying it: {error_text(trial)}")
+        self.print(trials, note=self.failure(trial, "failed, retrying it"))
+
+    def failure(self, trial, what: str, where: str = "") -> str:
+        """The note on a failed attempt, its error whole; "" for an error already told so in
+        this run: a fault every trial meets (data no machine has) came once per trial and
+        retry, ~20 times. The first repeat says that the others are only counted (the
+        progress line's failed, the summary's list)."""
+        error = error_text(trial)
+        told = self.__dict__.setdefault("told", set())    # set by setup, each run
+        if (what, error) not in told:
+            told.add((what, error))
+            return f"trial {trial} {what}: {error}{where}"
+        if ("repeat", what) in told:
+            return ""
+        told.add(("repeat", what))
+        return (f"trial {trial} {what} with the same error (further ones are only counted; "
+                "the summary lists the configurations that failed)")
 
     def print(self, trials, note: str = "", force: bool = True) -> None:
         if not (force or note) and time.monotonic() - self.last < self.every:

@@ -36,7 +36,7 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
         _check_reachable(address)
         ray.init(address=address, logging_level=level, log_to_driver=True)
         return f"the Ray cluster at {address}", None
-    _check_local_gpus(num_gpus)
+    # (--num-gpus beyond this machine's: refused before Ray, sweeps/engine/before_ray.py)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # bind 127.0.0.1
     # "local": a new Ray of our own. Without it ray.init joins the cluster named in Ray's temp
     # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and
@@ -67,17 +67,6 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
                             "to start Ray on this machine") from None
 
 
-def _check_local_gpus(num_gpus: float) -> None:
-    if not num_gpus:
-        return
-    import torch
-    present = torch.cuda.device_count()
-    if num_gpus > present:
-        raise ResourceError(f"--num-gpus {num_gpus:g} asked, but this machine has {present} "
-                            "CUDA GPU(s). Use --num-gpus 0 to train on the CPU, or run on a GPU "
-                            "machine or cluster (--address)")
-
-
 def node_resources() -> list[dict]:
     return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
 
@@ -98,13 +87,10 @@ def other_nodes_see(path: str, timeout_s: float = 60.0) -> dict[str, bool]:
     task pinned to each (it needs no free slot). {} on a cluster of one machine, where no task
     starts. A node that does not answer within timeout_s, or goes meanwhile (an autoscaler
     removing an idle worker), is left out."""
-    here = ray.get_runtime_context().get_node_id()
-    nodes = [n for n in ray.nodes() if n["Alive"] and n["NodeID"] != here]
-    if not nodes:
-        return {}
     exists = ray.remote(num_cpus=0, max_retries=0)(os.path.exists)
-    asked = {exists.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote(path): n["NodeManagerAddress"] for n in nodes}
+    asked = {_pinned(exists, n).remote(path): n["NodeManagerAddress"] for n in _other_nodes()}
+    if not asked:
+        return {}
     answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=timeout_s)
     seen = {}
     for ref in answered:
@@ -113,6 +99,33 @@ def other_nodes_see(path: str, timeout_s: float = 60.0) -> dict[str, bool]:
         except RayError:
             pass
     return seen
+
+
+def on_another_node(function, *args, timeout_s: float = 180.0) -> tuple[str, object] | None:
+    """(the node's address, `function(*args)`) run as a zero-CPU task on one alive node but
+    this one, a worker with CPUs where there is one (where trials run); None on a cluster of
+    one machine, or if that node does not answer within timeout_s (a worker's first task
+    starts a Python there; an image set loads in seconds) or goes meanwhile."""
+    nodes = sorted(_other_nodes(), key=lambda n: not n["Resources"].get("CPU"))
+    if not nodes:
+        return None
+    ref = _pinned(ray.remote(num_cpus=0, max_retries=0)(function), nodes[0]).remote(*args)
+    try:
+        return nodes[0]["NodeManagerAddress"], ray.get(ref, timeout=timeout_s)
+    except (RayError, TimeoutError):        # GetTimeoutError is both
+        ray.cancel(ref, force=True)
+        return None
+
+
+def _other_nodes() -> list[dict]:
+    here = ray.get_runtime_context().get_node_id()
+    return [n for n in ray.nodes() if n["Alive"] and n["NodeID"] != here]
+
+
+def _pinned(remote_function, node: dict):
+    """The remote function as a task that runs on `node` or not at all."""
+    return remote_function.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        node["NodeID"], soft=False))
 
 
 def _fits(nodes: list[dict], cpus: float, gpus: float) -> bool:

@@ -56,10 +56,20 @@ def summarise_pack(records: dict, objective: str, on_record: dict | None = None)
             "objective_key": best or ""}
 
 
+# An error line's length at most: a refusal of this project, which names the problem and the
+# fix, runs to about 700 characters with its paths (a missing data file's); what is longer is
+# a dump (an array's repr), cut at a word with "...".
+ERROR_LINE_CHARS = 2000
+
+
 def error_line(exc: BaseException) -> str:
-    """An error as one line: its type and the last line of its message."""
+    """An error as one line: its type and the last line of its message, whole up to
+    ERROR_LINE_CHARS (it was cut at 500, mid-word, in the middle of the fix)."""
     lines = str(exc).strip().splitlines() or [""]
-    return f"{type(exc).__name__}: {lines[-1][:500]}"
+    line = lines[-1]
+    if len(line) > ERROR_LINE_CHARS:
+        line = line[:ERROR_LINE_CHARS].rsplit(" ", 1)[0] + " ..."
+    return f"{type(exc).__name__}: {line}"
 
 
 def setting_label(params: str) -> str:
