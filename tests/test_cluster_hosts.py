@@ -74,6 +74,13 @@ IMAGES = ["sweeps.images", "--smoke", "--members", "2", "--epsilons", "0", "0.3"
 # amplified through a few hundred optimiser steps (both sides run on this CPU with the same
 # threads per trial, so in practice they agree exactly).
 RTOL = 1e-5
+# Fitted weights are float64 solves of the same float32 predictions: another host's BLAS
+# rounds their last digits differently (599.8517929016695 against ...6591), and a weight
+# that is 0 on one host may be 1e-13 on another, so an absolute floor besides RTOL.
+ATOL = 1e-9
+# The records' columns that hold a JSON object of fitted numbers (member -> weight, name ->
+# fitted value): compared number by number, not as text.
+JSON_NUMBERS = ("weights", "fitted_params")
 SWEEP_TIMEOUT_S = 300
 WORKER = "ray::ImplicitFunc"        # the process title of a Tune trial's worker
 MLFLOW_PORT = 5050                  # the head's MLflow server (cluster-local.yaml)
@@ -256,6 +263,14 @@ def assert_same_records(table: pd.DataFrame, expected: pd.DataFrame) -> None:
         if pd.api.types.is_float_dtype(a) and pd.api.types.is_float_dtype(b):
             np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=RTOL, equal_nan=True,
                                        err_msg=column)
+        elif column in JSON_NUMBERS:
+            for x, y in zip(a, b):
+                assert pd.isna(x) == pd.isna(y), column
+                if not pd.isna(x):
+                    assert json.loads(x).keys() == json.loads(y).keys(), column
+                    np.testing.assert_allclose(list(json.loads(x).values()),
+                                               list(json.loads(y).values()), rtol=RTOL,
+                                               atol=ATOL, err_msg=column)
         else:
             assert a.astype(str).tolist() == b.astype(str).tolist(), column
 

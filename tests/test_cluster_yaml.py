@@ -4,6 +4,7 @@ it must catch, and the promises the files make (security, storage, install, MLfl
 import copy
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -346,3 +347,37 @@ def test_connect_names_each_problem_in_one_line_with_its_fix(facts, probes, make
     found = machines(facts, probes, maker)
     [line] = problems(found)
     assert line.strip().startswith(says) or says in line, line
+
+
+# ---- docs/cluster.md's tables against what they describe ----------------------------------
+
+WALKTHROUGH = (ROOT / "docs" / "cluster.md").read_text()
+
+
+def _numbers(text: str) -> set[int]:
+    return {int(n) for n in re.findall(r"\d+", text)}
+
+
+def test_the_walkthroughs_port_table_and_firewall_lines_are_the_files_ports():
+    """Step 5's table and its ufw lines open what cluster-local.yaml's start commands listen
+    on (as the preflight reads them), and SSH: a port changed in the file and not the doc
+    (or back) fails."""
+    step = WALKTHROUGH.split("### 5. The ports between the machines")[1].split("\n### ")[0]
+    table = set().union(*(_numbers(row.split("|")[1])
+                          for row in re.findall(r"^\| [\d, -]+ \|.*$", step, re.M)))
+    ufw = set().union(*(_numbers(line) for line in re.findall(r"any port (\S+)", step)))
+    plan = pre.plan_of(load("cluster-local.yaml"))
+    listened = {22} | {port for ports in plan.ports.values() for port in ports}
+    assert table == listened, "docs/cluster.md step 5's table"
+    assert ufw == listened, "docs/cluster.md step 5's ufw lines"
+
+
+def test_the_walkthroughs_scenario_table_names_each_host_test_once():
+    """'What a sweep survives there' lists a scenario letter for each sweep test of
+    tests/test_cluster_hosts.py (test_<letter>_...), and no letter without its test."""
+    section = WALKTHROUGH.split("### What a sweep survives there")[1].split("\n## ")[0]
+    listed = re.findall(r"\| ([a-z]) \|$", section, re.M)
+    tests = re.findall(r"^def test_([a-z])_", (ROOT / "tests" / "test_cluster_hosts.py")
+                       .read_text(), re.M)
+    assert sorted(listed) == sorted(set(listed)), "a scenario listed twice"
+    assert sorted(listed) == sorted(tests)
