@@ -35,7 +35,7 @@ def relog(results: str, tracking_uri: str | None = None, out=None) -> int:
         print(f"nothing to log: {ledger.path} lists no operation", file=out)
         return 0
     uri = hide(tracking_uri) or saved["tracking_uri"]      # its credentials: in memory only
-    check_tracking_uri(uri)
+    check_tracking_uri(uri, "Pass --mlflow-uri the store to log them to")
     with client_environment(uri):
         done, error = apply_until_failure(
             SweepTracker(uri, saved["sweep"], ledger.store, saved["artifact_location"],

@@ -15,7 +15,7 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.records import metric_of
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.common.tracking_uri import artifacts_beside
+from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
                                          settings_of, trial_slots)
@@ -134,7 +134,7 @@ def _tune_dir(store: ResultStore) -> str:
 
 def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
     """(tracking URI, artifact location): --mlflow-uri, or sqlite in the results dir."""
-    uri = opts.mlflow_uri or f"sqlite:///{store.root}/mlflow.db"
+    uri = opts.mlflow_uri or own_store(store.root)
     return uri, artifacts_beside(uri)
 
 

@@ -101,8 +101,9 @@ def open_experiment(tracking_uri: str, name: str, artifact_location: str | None,
     `otherwise`: the fix besides another --mlflow-uri, in the command's own words."""
     from mlflow import MlflowClient
     quiet_libraries()       # no "Creating initial MLflow database tables" unless --verbose
-    client = MlflowClient(login(tracking_uri).uri)
     try:
+        # Inside: the client opens a sqlite store (its migrations) as it is made
+        client = MlflowClient(login(tracking_uri).uri)
         with client_environment(tracking_uri):
             experiment = client.get_experiment_by_name(name)
             if experiment is None:
