@@ -381,3 +381,88 @@ def test_the_walkthroughs_scenario_table_names_each_host_test_once():
                        .read_text(), re.M)
     assert sorted(listed) == sorted(set(listed)), "a scenario listed twice"
     assert sorted(listed) == sorted(tests)
+
+
+# ---- what Ray accepts and `ray up` or the cluster would not (issue 48) ----------------------
+
+def filled(tmp_path, mutate=lambda c: None) -> pathlib.Path:
+    """cluster-local.yaml with its placeholders filled in as a user would (addresses, user, a
+    key that exists), changed by `mutate`, written to a file: what a user checks before
+    `ray up`."""
+    key = tmp_path / "id_ed25519"
+    key.write_text("a key\n")
+    key.chmod(0o600)
+    text = (ROOT / "cluster-local.yaml").read_text().replace("192.0.2.", "10.0.0.")
+    config = yaml.safe_load(text.replace("YOUR_USER", "me"))
+    config["auth"]["ssh_private_key"] = str(key)
+    mutate(config)
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert not checker.placeholders(config)
+    return path
+
+
+def head_as_a_worker(c):
+    c["provider"]["worker_ips"][0] = c["provider"]["head_ip"]
+
+
+def a_worker_twice(c):
+    c["provider"]["worker_ips"][1] = c["provider"]["worker_ips"][0]
+
+
+@pytest.mark.parametrize("mutate, says", [
+    (lambda c: c["auth"].pop("ssh_user"), "auth.ssh_user is missing: `ray up` logs in to every "
+                                          "machine as this user"),
+    (head_as_a_worker, "provider.worker_ips lists the head 10.0.0.10 (head_ip): its worker "
+                       "start command would run `ray stop` on the head"),
+    (a_worker_twice, "provider.worker_ips lists 10.0.0.11 twice: one machine is one worker"),
+    (lambda c: c["provider"].update(head_ip="not an ip!"),
+     "provider.head_ip 'not an ip!' is neither an IP address nor a host name"),
+    (lambda c: c["provider"]["worker_ips"].__setitem__(1, "10.0.0.300"),
+     "provider.worker_ips[1] '10.0.0.300' is neither an IP address nor a host name"),
+    (lambda c: c["auth"].update(ssh_private_key="/nowhere/id_ed25519"),
+     "auth.ssh_private_key: the key /nowhere/id_ed25519 does not exist: make a dedicated key"),
+], ids=["no ssh_user", "the head as a worker", "a worker twice", "a head that is no address",
+        "a worker that is no address", "no key file"])
+def test_a_cluster_file_ray_accepts_but_its_machines_would_not_is_refused(mutate, says,
+                                                                          tmp_path, capsys):
+    """Each said OK before: `ray up` then failed on the missing user, or the cluster lost its
+    head to its own worker start. (main() in this process: a CLI run imports Ray, ~4 s.)"""
+    assert checker.main([str(filled(tmp_path))]) == 0       # the file as filled in passes
+    assert checker.main([str(filled(tmp_path, mutate))]) == 1
+    out = capsys.readouterr().out
+    assert f"mine.yaml: FAILED: {says}" in out, out
+
+
+def test_the_aws_file_without_its_ssh_user_is_refused():
+    config = broken(lambda c: c["auth"].pop("ssh_user"))
+    with pytest.raises(checker.ClusterConfigError, match="auth.ssh_user is missing"):
+        checker.project_checks(config)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"# caf\xe9\n", "not UTF-8 text (byte 0xe9 at offset 5: invalid continuation byte; "
+                     "latin-1 or another 8-bit encoding?): save it as UTF-8"),
+    ("cluster_name: x\n".encode("utf-16-le"), "holds the character U+0000 at offset 1, which "
+                                               "YAML does not allow (UTF-16 without its "
+                                               "byte-order mark?)"),
+    (None, "a folder, not a file; pass the path of a cluster YAML"),
+], ids=["latin-1", "UTF-16 without its mark", "a folder"])
+def test_a_cluster_file_that_is_no_text_or_a_folder_fails_in_one_line(content, says, tmp_path,
+                                                                     capsys):
+    path = tmp_path / "bad.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content + (ROOT / "cluster-local.yaml").read_bytes())
+    assert checker.main([str(path)]) == 1
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{path}: FAILED: ") and says in line, line
+
+
+def test_a_utf16_cluster_file_with_its_byte_order_mark_is_read(tmp_path):
+    """What a Windows editor's 'Unicode' writes: YAML's own encodings include it."""
+    path = tmp_path / "windows.yaml"
+    path.write_bytes((ROOT / "cluster-local.yaml").read_text().encode("utf-16"))
+    summary, notes = checker.check(path)
+    assert summary.startswith("provider local, head 192.0.2.10") and notes

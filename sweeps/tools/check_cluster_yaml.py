@@ -12,17 +12,23 @@ machines, ... (sweeps/tools/cluster_preflight.py lists them). Exit 0 only when a
 
 `ray up` validates only after it has AWS credentials and starts spending money; this runs the
 same code (`prepare_config` fills Ray's provider defaults, `validate_config` applies
-ray-schema.json and the node-type rules) with no network. Two mistakes Ray accepts silently
-are errors here: a node type with min_workers > max_workers (the autoscaler quietly uses
-the smaller number) and an AWS provider without a region (`ray up` fails with a KeyError).
+ray-schema.json and the node-type rules) with no network. Mistakes Ray accepts silently are
+errors here: a node type with min_workers > max_workers (the autoscaler quietly uses the
+smaller number), an AWS provider without a region (`ray up` fails with a KeyError), no
+auth.ssh_user (`ray up` fails on it), and in an on-prem file an address that is none, the
+head listed as a worker (its worker start command runs `ray stop` on the head), a worker
+listed twice, or a key file SSH cannot use.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 import logging
+import os
 import pathlib
+import re
 import sys
 import time
 
@@ -30,7 +36,8 @@ import yaml
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.tools.cluster_preflight import preflight
+from sweeps.engine.common.yaml_text import not_text
+from sweeps.tools.cluster_preflight import key_file_problem, preflight
 
 # Values in the shipped examples that a user must replace, and what with.
 PLACEHOLDERS = {
@@ -39,6 +46,11 @@ PLACEHOLDERS = {
     "192.0.2.": "your machines' addresses (192.0.2.0/24 is a documentation range)",
     "YOUR_": "your own value",
 }
+# The providers whose machines `ray up` and the autoscaler reach over SSH (auth.ssh_user)
+SSH_PROVIDERS = ("local", "aws", "gcp", "azure")
+# A host name as DNS takes one (RFC 1123): labels of letters, digits and inner hyphens
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
 
 
 class ClusterConfigError(SbfnError):
@@ -46,12 +58,20 @@ class ClusterConfigError(SbfnError):
 
 
 def load_config(path: str | pathlib.Path) -> dict:
-    """The YAML file as a dict; a clear error when it is missing or not a mapping."""
+    """The YAML file as a dict; a clear error when it is missing, a folder, not text or not a
+    mapping; the bytes as YAML reads them (sweeps/engine/common/yaml_text.py)."""
     path = pathlib.Path(path)
     try:
-        config = yaml.safe_load(path.read_text())
+        config = yaml.safe_load(path.read_bytes())
     except FileNotFoundError:
         raise ClusterConfigError(f"{path}: no such file; pass the path of a cluster YAML") from None
+    except IsADirectoryError:
+        raise ClusterConfigError(f"{path}: a folder, not a file; pass the path of a cluster "
+                                 "YAML (e.g. cluster-local.yaml)") from None
+    except OSError as exc:
+        raise ClusterConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except yaml.reader.ReaderError as exc:
+        raise ClusterConfigError(f"{path}: {not_text(exc)}") from None
     except yaml.YAMLError as exc:
         raise ClusterConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(config, dict):
@@ -115,6 +135,81 @@ def project_checks(config: dict) -> None:
     if provider.get("type") == "aws":
         _check_aws_provider(provider)
     _check_worker_bounds(config)
+    _check_ssh_user(config)
+    _check_key(config)
+
+
+def machine_checks(config: dict) -> None:
+    """An on-prem file's machines (provider: local), checked before Ray's validation, whose
+    own words on a head listed as a worker speak of max_workers."""
+    provider = config.get("provider")
+    if not isinstance(provider, dict) or provider.get("type") != "local":
+        return
+    workers = provider.get("worker_ips") or []
+    if not isinstance(workers, list):
+        return                          # Ray's schema says what it must be
+    _check_address("provider.head_ip", provider.get("head_ip"))
+    for i, worker in enumerate(workers):
+        _check_address(f"provider.worker_ips[{i}]", worker)
+    _check_head_not_a_worker(provider.get("head_ip"), workers)
+    _check_each_worker_once(workers)
+
+
+def _check_address(key: str, value) -> None:
+    """An IP address or a host name (`ray up` SSHes to it; the workers' Ray joins the head's)."""
+    if value is None:
+        return                          # the head's: Ray says it is missing
+    text = str(value).strip()
+    try:
+        ipaddress.ip_address(text)
+        return
+    except ValueError:
+        if HOST_NAME.match(text) and not re.fullmatch(r"[\d.]+", text):   # 10.0.0.300: no name
+            return
+    raise ClusterConfigError(f"{key} {value!r} is neither an IP address nor a host name: write "
+                             "the machine's address (e.g. 192.0.2.10) or its name")
+
+
+def _check_head_not_a_worker(head, workers: list) -> None:
+    if head is not None and str(head).strip() in (str(w).strip() for w in workers):
+        raise ClusterConfigError(
+            f"provider.worker_ips lists the head {head} (head_ip): its worker start command "
+            "would run `ray stop` on the head and take the cluster down; list only the other "
+            "machines")
+
+
+def _check_each_worker_once(workers: list) -> None:
+    seen = set()
+    for worker in (str(w).strip() for w in workers):
+        if worker in seen:
+            raise ClusterConfigError(f"provider.worker_ips lists {worker} twice: one machine is "
+                                     "one worker; give each once")
+        seen.add(worker)
+
+
+def _check_ssh_user(config: dict) -> None:
+    """`ray up` logs in to the machines as auth.ssh_user; without it, it fails once it has
+    started (an AWS cluster: once it has started paying for the head)."""
+    auth = config.get("auth") or {}
+    if config.get("provider", {}).get("type") in SSH_PROVIDERS and not auth.get("ssh_user"):
+        raise ClusterConfigError(
+            "auth.ssh_user is missing: `ray up` logs in to every machine as this user; set it "
+            "to the account that reaches them by SSH (ubuntu on the Deep Learning AMI)")
+
+
+def _check_key(config: dict) -> None:
+    """auth.ssh_private_key as SSH would take it on this machine, where `ray up` runs
+    (cluster_preflight.key_file_problem, which --connect asks first too). A file with
+    placeholders left is an example: the key it names is one a user may not have made yet,
+    and the placeholders are what it is told first."""
+    key = (config.get("auth") or {}).get("ssh_private_key")
+    if not key or placeholders(config):
+        return
+    problem = key_file_problem(os.path.expanduser(str(key)),
+                               config["auth"].get("ssh_user") or "USER")
+    if problem:
+        raise ClusterConfigError(f"auth.ssh_private_key: {problem}")
+
 
 
 def _strings(node, path=()):
@@ -154,6 +249,7 @@ def _summary(prepared: dict) -> str:
 def check(path: str | pathlib.Path) -> tuple[str, list[str]]:
     """Validate one file: (summary, placeholder notes); raises ClusterConfigError."""
     config = load_config(path)
+    machine_checks(config)
     prepared = ray_validate(config)
     project_checks(config)
     return _summary(prepared), placeholders(config)

@@ -127,18 +127,13 @@ def _ports(commands, head: bool) -> tuple[dict, list]:
 
 # ------------------------------------------------------------------------------ the key
 def key_problem(plan: Plan) -> Finding | None:
-    """What keeps SSH from using the file's key: missing, unreadable, readable by others
-    (ssh refuses it), a passphrase, or not a key."""
+    """What keeps SSH from using the file's key: key_file_problem, a passphrase, or not a
+    key."""
     key, where = plan.key, "auth.ssh_private_key"
-    make = (f"make a dedicated key without a passphrase: ssh-keygen -t ed25519 -N '' -f {key}, "
-            f"then ssh-copy-id -i {key}.pub {plan.user}@EACH_MACHINE ({WALKTHROUGH}, step 2)")
-    if not os.path.isfile(key):
-        return Finding(where, f"the key {key} does not exist: {make}")
-    if not os.access(key, os.R_OK):
-        return Finding(where, f"the key {key} cannot be read by you: chmod 600 {key}")
-    if os.stat(key).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        return Finding(where, f"the key {key} can be read by others, and ssh refuses such a "
-                              f"key: chmod 600 {key}")
+    make = _make_a_key(key, plan.user)
+    found = key_file_problem(key, plan.user)
+    if found:
+        return Finding(where, found)
     done = subprocess.run(["ssh-keygen", "-y", "-P", "", "-f", key], capture_output=True,
                           text=True, timeout=STEP_S, stdin=subprocess.DEVNULL)
     if done.returncode == 0:
@@ -148,6 +143,24 @@ def key_problem(plan: Plan) -> Finding | None:
                               "autoscaler log in unattended (the head gets a copy of the key, "
                               f"~/ray_bootstrap_key.pem): {make}")
     return Finding(where, f"{key} is not a private key ssh can read ({_last(done.stderr)}): {make}")
+
+
+def key_file_problem(key: str, user: str) -> str | None:
+    """What keeps SSH from using the key file `key` (expanded) on this machine, asking no
+    program: missing, unreadable, or readable by others (ssh refuses it). None if nothing.
+    The offline check of a cluster file makes this check too (check_cluster_yaml)."""
+    if not os.path.isfile(key):
+        return f"the key {key} does not exist: {_make_a_key(key, user)}"
+    if not os.access(key, os.R_OK):
+        return f"the key {key} cannot be read by you: chmod 600 {key}"
+    if os.stat(key).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return f"the key {key} can be read by others, and ssh refuses such a key: chmod 600 {key}"
+    return None
+
+
+def _make_a_key(key: str, user: str) -> str:
+    return (f"make a dedicated key without a passphrase: ssh-keygen -t ed25519 -N '' -f {key}, "
+            f"then ssh-copy-id -i {key}.pub {user}@EACH_MACHINE ({WALKTHROUGH}, step 2)")
 
 
 def _last(text: str) -> str:

@@ -12,6 +12,7 @@ import yaml
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS, field
+from sweeps.engine.common.yaml_text import not_text
 from sweeps.engine.plan import options as run_options
 from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
@@ -99,12 +100,15 @@ def load(path) -> dict:
     """The sweep file's mapping, as written (checked by `build`)."""
     path = Path(path)
     try:
-        definition = yaml.load(path.read_text(), Loader=_UniqueKeys)
+        # Bytes: YAML's reader tells UTF-8 from UTF-16 (sweeps/engine/common/yaml_text.py)
+        definition = yaml.load(path.read_bytes(), Loader=_UniqueKeys)
     except OSError as exc:
         raise SweepFileError(f"{path}: cannot read the sweep file ({exc.strerror or exc})"
                              ) from None
     except _DuplicateKey as exc:
         raise SweepFileError(f"{path}: {exc}") from None
+    except yaml.reader.ReaderError as exc:
+        raise SweepFileError(f"{path}: {not_text(exc)}") from None
     except yaml.YAMLError as exc:
         raise SweepFileError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(definition, dict):
