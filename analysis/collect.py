@@ -174,7 +174,7 @@ def merge_is_current(fs: pafs.FileSystem, home: str) -> bool:
         return False
     try:
         listed = (pq.read_schema(merged.path, filesystem=fs).metadata or {}).get(MERGED_KEY)
-    except Exception:      # not parquet: reading it says so (_read_parquet), not this check
+    except Exception:      # not parquet: reading it says so (read_parquet), not this check
         return True
     # A merge written before the list existed: its time alone tells
     return listed is None or {p.base_name for p in parts} <= set(json.loads(listed))
@@ -197,19 +197,34 @@ def _listing(fs: pafs.FileSystem, path: str) -> str:
 def read_table(source: Source) -> pd.DataFrame:
     """Every file of the source in one table (parts may differ in columns: rows hold only what
     their model used)."""
-    frames = [_read_parquet(source.fs, f) for f in source.files]
+    frames = [read_parquet(source.fs, f).to_pandas() for f in source.files]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if table.empty:
         raise ResultsError(f"{source.home} has no rows: no trial of the sweep has finished yet")
     return table
 
 
-def _read_parquet(fs: pafs.FileSystem, path: str) -> pd.DataFrame:
+def read_parquet(fs: pafs.FileSystem, path: str, footer_only: bool = False):
+    """The parquet file at `path` (a pyarrow Table; its metadata alone with `footer_only`: a
+    0-byte, cut or overwritten file has no footer), or ResultsError naming it in one line. The
+    sweeps read their parts through this too (sweeps/engine/common/store.py)."""
     try:
-        return pq.read_table(path, filesystem=fs).to_pandas()
+        if footer_only:
+            with fs.open_input_file(path) as f:
+                return pq.read_metadata(f)
+        return pq.read_table(path, filesystem=fs)
     except Exception as exc:       # pyarrow raises several types; the message is what matters
         raise ResultsError(f"{path} is not a readable parquet table ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:200]})") from None
+
+
+def parse_json(data: bytes, path: str):
+    """A JSON file of a sweep's directory (sweep.json, ...) parsed, or ResultsError naming it:
+    a copy or a full disk can cut one, an editor damage it."""
+    try:
+        return json.loads(data.decode())
+    except ValueError as exc:       # JSONDecodeError, UnicodeDecodeError
+        raise ResultsError(f"{path} is not valid JSON, cut or damaged ({exc})") from None
 
 
 def check_columns(table: pd.DataFrame, where: str) -> None:
@@ -329,11 +344,11 @@ def _sweep_meta(source: Source) -> dict:
     if source.fs.get_file_info(meta_file).type != pafs.FileType.File:
         return {}
     with source.fs.open_input_stream(meta_file) as f:
-        text = f.read().decode()
+        data = f.read()
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{meta_file} is not valid JSON ({exc}); fix or delete it") from None
+        return parse_json(data, meta_file)
+    except ResultsError as exc:
+        raise ResultsError(f"{exc}; fix or delete it") from None
 
 
 def load_results(paths, relative_to: Path | None = None) -> Results:

@@ -9,6 +9,7 @@ from sbfn_dist.folds import check_data
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path
 from sweeps.engine.plan.grids import SweepSpec, axis_text
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
                                          result_store, trial_packs)
@@ -28,6 +29,9 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
         refuse_while_running(store, opts.name)      # its first run is starting
         raise SbfnError(f"--resume: there is no sweep at {store.root} (check --name and "
                         "--storage)")
+    if opts.resume:
+        store.check_parts()         # a cut part failed the merge at the end, after the trials
+    _check_own_tracking_store(store, opts)
     under_mps(opts)                                 # --mps on where it cannot run
     _check_local_gpus(opts)
     _check_gpu_settings(configs, opts)
@@ -39,6 +43,21 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
         from sweeps.engine.tell.study import check_study
         check_study(store, opts.name, opts.resume)
     return stamps
+
+
+def _check_own_tracking_store(store: ResultStore, opts: SweepOptions) -> None:
+    """The sweep's own MLflow store (mlflow.db in its folder: a resumed sweep's, or one left
+    there) that MLflow could not open: refused here, not in a traceback once Ray runs. Nothing
+    of it is touched: its runs may be worth restoring. (A folder that cannot be written is the
+    claim's to refuse: claim.claim.)"""
+    if not opts.mlflow or opts.mlflow_uri or "://" in store.uri:
+        return
+    problem = sqlite_content_problem(sqlite_path(own_store(store.root)))
+    if problem:
+        raise SbfnError(f"the sweep's MLflow store: {problem}. Restore it from a copy, or move "
+                        "it aside (the sweep then logs to a new one, without the runs logged "
+                        "before), or pass --no-mlflow; results.parquet keeps every record "
+                        "either way")
 
 
 def dry_run_scope(opts: SweepOptions) -> tuple[list[str], list[str]]:

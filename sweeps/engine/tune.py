@@ -14,7 +14,7 @@ from ray.tune.schedulers import ASHAScheduler
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings.records import metric_of
 from sweeps.engine.common.environment import defaults_while
-from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.store import FULL, TUNE_DIR, ResultStore, StorageError
 from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
@@ -82,7 +82,7 @@ def fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planne
     tune_settings = {"TUNE_DISABLE_SIGINT_HANDLER": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
                      **_pending_trials(opts)}
     with defaults_while(tune_settings):
-        results = _fit_or_interrupted(tuner.fit, interruption)
+        results = _fit_or_interrupted(tuner.fit, interruption, store)
     if opts.max_failures and _lost_to_a_dead_node(results):
         # Ray Tune can count one node's death twice (the trial's pending result and its actor
         # fail separately; the second failure finds the trial already recovering and ends it
@@ -92,21 +92,44 @@ def fit(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planne
               flush=True)
         tuner = tune.Tuner.restore(_tune_dir(store), trainable=trainable, resume_errored=True)
         with defaults_while(tune_settings):
-            results = _fit_or_interrupted(tuner.fit, interruption)
+            results = _fit_or_interrupted(tuner.fit, interruption, store)
     return tracking_uri, results, progress
 
 
-def _fit_or_interrupted(fit, interruption):
+def _fit_or_interrupted(fit, interruption, store: ResultStore):
     """Tune's results, or KeyboardInterrupt if a signal stopped it: Tune then returns as if it
-    had finished (or fails, if the signal stopped Ray's processes too)."""
+    had finished (or fails, if the signal stopped Ray's processes too); a full disk under the
+    results directory in its one line (_storage_problem)."""
     try:
         results = fit()
-    except Exception:
+    except Exception as exc:
         if interruption.received:
             raise KeyboardInterrupt from None
+        problem = _storage_problem(exc, store)
+        if problem is not None:
+            raise problem from None
         raise
     interruption.check()
     return results
+
+
+def _storage_problem(exc: BaseException | None, store: ResultStore) -> StorageError | None:
+    """The store's error (StorageError), or a full disk (a Tune writer's OSError), in the chain
+    of what fit() raised: Tune raises a callback's error (the driver writing a failed trial's
+    part) as a TuneError whose text is the traceback and whose context is the error."""
+    while exc is not None:
+        if isinstance(exc, StorageError):
+            return exc
+        if isinstance(exc, OSError) and exc.errno in FULL:
+            # Tune writes its state under the results directory and Ray its logs under its
+            # session folder; its error names neither.
+            return StorageError(
+                f"no space left on a disk Ray Tune writes to ([Errno {exc.errno}]): the results "
+                f"storage '{store.uri}' or Ray's session folder (/tmp/ray): free space there, "
+                "then continue with the same command plus --resume (every fold already written "
+                "is kept)")
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _pending_trials(opts: SweepOptions) -> dict:
@@ -129,7 +152,7 @@ def _lost_to_a_dead_node(results) -> bool:
 
 
 def _tune_dir(store: ResultStore) -> str:
-    return f"{store.location.rstrip('/')}/tune"
+    return f"{store.location.rstrip('/')}/{TUNE_DIR}"
 
 
 def _tracking_store(opts: SweepOptions, store: ResultStore) -> tuple[str, str | None]:
@@ -198,11 +221,11 @@ def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
     tune_dir = _tune_dir(store)
     if opts.resume and tune.Tuner.can_restore(tune_dir):
         # Tune keeps its own trial states and searcher; finished folds are in the parts anyway.
-        restored = _restored_tuner(tune_dir, trainable, opts)
+        restored = _restored_tuner(tune_dir, trainable, opts, store)
         if restored is not None:
             return restored
     run_config = tune.RunConfig(
-        name="tune", storage_path=store.location,
+        name=TUNE_DIR, storage_path=store.location,
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # Keep every (tiny) checkpoint: after a killed driver, Tune's last saved experiment
         # state may point at a checkpoint that num_to_keep would already have deleted.
@@ -216,23 +239,31 @@ def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
-def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions):
-    """Tune's saved state of the sweep, or None where an older version of sweeps saved it: its
-    pickles name modules and classes that have moved or gone (sweeps.runner before the engine
-    moved, the grid's copy-free list before plans were shared; issue 22). A grid's trials then
-    start again under a new state, each finished fold read back from parts/ by its trial id."""
+def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions, store: ResultStore):
+    """Tune's saved state of the sweep, or None where it cannot be read back: cut by a full
+    disk (store.tune_state_problem), or saved by an older version of sweeps, whose pickles
+    name modules and classes that have moved or gone (sweeps.runner before the engine moved,
+    the grid's copy-free list before plans were shared; issue 22). A grid's trials then start
+    again under a new state, each finished fold read back from parts/ by its trial id."""
+    damaged = store.tune_state_problem()
+    if damaged:
+        return _start_again(opts, f"cannot be read back: {damaged}")
     try:
         return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
                                   resume_errored=True)
     except (ImportError, AttributeError) as exc:
-        if opts.search != "grid":     # a new searcher would draw the sweep's budget again
-            raise SbfnError(f"--resume: Tune's saved state of this sweep was written by an older "
-                            f"version of sweeps ({exc}), and its {opts.search} search cannot go "
-                            "on; pass --name for a new sweep") from None
-        print(f"[{opts.name}] Tune's saved state of this sweep is from an older version of "
-              f"sweeps ({exc}): its trials start again, every finished fold read back",
-              flush=True)
-        return None
+        return _start_again(opts, f"was written by an older version of sweeps ({exc})")
+
+
+def _start_again(opts: SweepOptions, why: str) -> None:
+    """None (the grid's trials start again), said; a sampled search is refused, since a new
+    searcher would draw the sweep's budget again."""
+    if opts.search != "grid":
+        raise SbfnError(f"--resume: Tune's saved state of this sweep {why}, and its "
+                        f"{opts.search} search cannot go on; pass --name for a new sweep")
+    print(f"[{opts.name}] Tune's saved state of this sweep {why}: its trials start again, "
+          "every finished fold read back", flush=True)
+    return None
 
 
 def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,

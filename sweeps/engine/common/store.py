@@ -7,12 +7,18 @@
                                  (finished, interrupted or failed); while a run goes on, parts/
                                  is the table (analysis.collect reads it)
     <root>/mlflow-unlogged.json  MLflow logging that did not reach the store (engine/tell/tracking.py)
+    <root>/tune/                 Ray Tune's experiment: its saved state, read back by --resume
 
 Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites
 instead of duplicating, and a trial that finds its fold's part already there skips the work.
-Each file is written under a temporary name and renamed, so a crash never leaves half a file.
+Each file is written under a temporary name and renamed, so a crash never leaves half a file,
+nor a full disk (the temporary file goes; StorageError says so in one line). A file that
+cannot be read back (a part cut by a copy, a damaged sweep.json) is named in one line with
+its fix, in analysis.collect's words.
 """
 
+import contextlib
+import errno
 import io
 import json
 import uuid
@@ -24,8 +30,19 @@ import pyarrow.parquet as pq
 
 # The directory's names, and whether its merge is current, as its reader (the report) has them
 from analysis.collect import (PARTS_DIR, RESULTS_FILE, SWEEP_FILE as SPEC_FILE,  # noqa: F401
-                              merge_is_current, merged_parts_metadata)
+                              ResultsError, merge_is_current, merged_parts_metadata, parse_json,
+                              read_parquet)
 from sbfn_dist.errors import SbfnError
+
+FULL = (errno.ENOSPC, errno.EDQUOT)     # no space left on the disk; the user's quota spent
+TUNE_DIR = "tune"                       # Ray Tune's experiment (sweeps/engine/tune.py)
+TUNE_STATE = "experiment_state-"        # its saved states, experiment_state-<time>.json
+# What to do about a part that cannot be read back (check_parts, the merge)
+PART_FIX = ("it holds one fold's records, cut or damaged: put back a good copy, or move it "
+            "aside (e.g. into a folder of its own) and continue with --resume, which computes "
+            "that fold again")
+SPEC_FIX = ("put back a good copy of it, or pass --name for a new sweep (this folder's parts/ "
+            "keep the finished folds)")
 
 
 class StorageError(SbfnError):
@@ -130,7 +147,19 @@ class ResultStore:
         path = self.part_path(key, fold)
         if not self._exists(path):
             return None
-        return pq.read_table(path, filesystem=self.fs).to_pandas().to_dict("records")
+        return self._read_part_table(path).to_pandas().to_dict("records")
+
+    def check_parts(self) -> None:
+        """Every part readable (its footer), for --resume before Ray starts: the merge at the
+        end reads them all, and a 0-byte or cut one failed it with Arrow's traceback."""
+        for path in self._part_paths():
+            self._read_part_table(path, footer_only=True)
+
+    def _read_part_table(self, path: str, footer_only: bool = False):
+        try:
+            return read_parquet(self.fs, path, footer_only)
+        except ResultsError as exc:
+            raise StorageError(f"{exc}: {PART_FIX}") from None
 
     def read_parts(self, key: str = "") -> pd.DataFrame:
         """Every part, or only those of one trial."""
@@ -147,7 +176,7 @@ class ResultStore:
                       if i.path.endswith(".parquet") and i.path.startswith(prefix))
 
     def _read_tables(self, paths: list) -> pd.DataFrame:
-        tables = [pq.read_table(p, filesystem=self.fs) for p in paths]
+        tables = [self._read_part_table(p) for p in paths]
         if not tables:
             return pd.DataFrame()
         try:
@@ -164,8 +193,26 @@ class ResultStore:
             return pq.read_table(f"{self.root}/{RESULTS_FILE}", filesystem=self.fs).to_pandas()
         return self.read_parts()
 
+    def tune_state_problem(self) -> str | None:
+        """Why Ray Tune cannot read back its newest saved state of the sweep (the one it
+        restores), or None: cut by a full disk (Tune copies it into the results directory
+        without a rename) or damaged. Tune itself logs a traceback and goes on with none of
+        the sweep's trials, so that those unfinished were never run again."""
+        selector = pafs.FileSelector(f"{self.root}/{TUNE_DIR}", allow_not_found=True)
+        states = sorted(i.path for i in self.fs.get_file_info(selector)
+                        if i.base_name.startswith(TUNE_STATE) and i.base_name.endswith(".json"))
+        if not states:
+            return None
+        with self.fs.open_input_stream(states[-1]) as f:
+            data = f.read()
+        try:
+            parse_json(data, states[-1])
+        except ResultsError as exc:
+            return str(exc)
+        return None
+
     def read_spec(self) -> dict | None:
-        return self.read_json(SPEC_FILE)
+        return self.read_json(SPEC_FILE, SPEC_FIX)
 
     def require_spec(self) -> dict:
         """sweep.json, or StorageError where the directory holds no sweep (a mistyped path, a
@@ -177,13 +224,18 @@ class ResultStore:
                                "results directory, <storage>/<name> (e.g. results/demo-...)")
         return spec
 
-    def read_json(self, relative: str):
-        """<root>/<relative> parsed, or None when there is no such file."""
+    def read_json(self, relative: str, fix: str):
+        """<root>/<relative> parsed, or None when there is no such file; StorageError naming
+        it and `fix` (what to do, in the words of the file's reader) when it does not parse."""
         path = f"{self.root}/{relative}"
         if not self._exists(path):
             return None
         with self.fs.open_input_stream(path) as f:
-            return json.loads(f.read().decode())
+            data = f.read()
+        try:
+            return parse_json(data, path)
+        except ResultsError as exc:
+            raise StorageError(f"{exc}: {fix}") from None
 
     def exists(self) -> bool:
         return self.has(SPEC_FILE)
@@ -206,6 +258,22 @@ class ResultStore:
 
     def _write_bytes(self, path: str, data: bytes) -> None:
         tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-        with self.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        self.fs.move(tmp, path)
+        try:
+            with self.fs.open_output_stream(tmp) as f:
+                f.write(data)
+            self.fs.move(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self.fs.delete_file(tmp)        # no half file left; `path` is as it was
+            if exc.errno in FULL:
+                raise self._full_disk(exc, path) from None
+            raise
+
+    def _full_disk(self, exc: OSError, path: str) -> StorageError:
+        """A full disk (or quota) under the results directory, in one line: the trials' parts,
+        Tune's state and the merge each met it, in five or six tracebacks."""
+        return StorageError(
+            f"no space left on the disk of the results storage '{self.uri}' ([Errno "
+            f"{exc.errno}] writing {path.rpartition('/')[2]}): free space there, or pass "
+            "--storage a disk with room; a sweep that started continues with its command plus "
+            "--resume (every fold already written is kept)")

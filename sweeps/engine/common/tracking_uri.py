@@ -189,11 +189,12 @@ def sqlite_file_problem(path: Path) -> str | None:
     nothing. MLflow makes the file and its missing folders itself; on a folder or a file of
     other contents it fails with a traceback after the sweep started (on a folder after
     minutes of retries)."""
-    for fact in (_a_folder, _not_a_database, _damaged, _not_writable):
-        problem = fact(path)
-        if problem:
-            return problem
-    return None
+    return _a_folder(path) or sqlite_content_problem(path) or _not_writable(path)
+
+
+def sqlite_content_problem(path: Path) -> str | None:
+    """What an existing file holds that MLflow cannot open as its store; None if nothing."""
+    return _not_a_database(path) or _damaged(path)
 
 
 def _a_folder(path: Path) -> str | None:

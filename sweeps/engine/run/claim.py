@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 
 from sbfn_dist.errors import SbfnError
-from sweeps.engine.common.store import PARTS_DIR, ResultStore
+from sweeps.engine.common.store import PARTS_DIR, ResultStore, StorageError
 
 
 LOCK_FILE = "sweep.lock"
@@ -113,7 +113,7 @@ def claim(store: ResultStore, name: str) -> Claim:
     made = _missing([*_ancestors(store.root), os.path.join(store.root, PARTS_DIR), path])
     while True:
         store.create()      # the directory exists and is writable (else StorageError)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(path)
         _lock(fd, store, name)
         if _is_the_file(fd, path):
             break
@@ -123,6 +123,17 @@ def claim(store: ResultStore, name: str) -> Claim:
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
     return Claim(fd, previous, made=made)
+
+
+def _open_lock(path: str) -> int:
+    """sweep.lock opened to write (a run writes its holder there), or StorageError: the
+    folder is writable (ResultStore.create) while the file is not (copied read-only)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StorageError(f"cannot write the sweep's lock file {path} ({exc.strerror}): make "
+                           f"it writable (chmod u+w {path}), or delete it when no run of the "
+                           "sweep is going on") from None
 
 
 def _ancestors(root: str) -> list[str]:
@@ -158,8 +169,8 @@ def refuse_while_running(store: ResultStore, name: str) -> None:
     path = os.path.join(store.root, LOCK_FILE)
     if "://" in store.uri or not os.path.exists(path):
         return
-    fd = os.open(path, os.O_RDWR)
-    _lock(fd, store, name)
+    fd = os.open(path, os.O_RDONLY)     # flock needs no write: a read-only folder is claim()'s
+    _lock(fd, store, name)              # to refuse, in one line
     os.close(fd)                        # closing drops the lock
 
 

@@ -382,12 +382,15 @@ class Ledger:
     """mlflow-unlogged.json in the results directory: the operations to apply again."""
 
     NAME = "mlflow-unlogged.json"
+    # A copy or a full disk can cut it: what it listed is then lost to MLflow, not to the records
+    FIX = ("put back a good copy of it, or delete it: what it listed is then not logged to "
+           "MLflow (results.parquet keeps every record)")
 
     def __init__(self, store: ResultStore):
         self.store, self.path = store, f"{store.root}/{self.NAME}"
 
     def read(self) -> dict:
-        return self.store.read_json(self.NAME) or {}
+        return self.store.read_json(self.NAME, self.FIX) or {}
 
     def ops(self) -> list[dict]:
         return self.read().get("ops", [])
