@@ -34,6 +34,11 @@ BAD_URIS = [
      ["folder is a folder, not a database file", "folder/mlflow.db"]),
     ("sqlite under a file", "sqlite:///{tmp}/data.csv/mlflow.db",
      ["data.csv is a file, not a folder"]),
+    ("sqlite under ~", "sqlite:///~/mlflow.db", ["'~' is not expanded in a URI (MLflow would "
+                                                 "make a folder named ~ here)",
+                                                 f"sqlite:///{Path.home()}/mlflow.db"]),
+    ("sqlite in memory", "sqlite:///:memory:", ["an in-memory database, whose runs are gone "
+                                                "when the sweep ends"]),
     pytest.param("sqlite where no file can be made", "sqlite:////proc/mlflow.db",
                  ["/proc/mlflow.db cannot be made: /proc takes no new file"], marks=LINUX),
     pytest.param("postgresql without its driver", f"postgresql://bob:{SECRET}@127.0.0.1/db",

@@ -179,9 +179,21 @@ def _check_sqlite_uri(uri: str, instead: str) -> None:
             f"--mlflow-uri '{mask(uri)}': a sqlite file's URI has three slashes before a "
             f"relative path and four before an absolute one (sqlite:///{rest or 'mlflow.db'}, "
             f"sqlite:////ABSOLUTE/PATH/{Path(rest).name or 'mlflow.db'}). {instead}")
-    problem = sqlite_file_problem(path)
+    problem = _no_file(path) or sqlite_file_problem(path)
     if problem:
         raise SbfnError(f"--mlflow-uri '{mask(uri)}': {problem}. {instead}")
+
+
+def _no_file(path: Path) -> str | None:
+    """A sqlite path that names no file of its own: SQLAlchemy's in-memory database (each
+    connection's own, gone when the sweep ends), or one under ~, which no URI expands (MLflow
+    made a folder named ~ in the working one)."""
+    if str(path) == ":memory:":
+        return "an in-memory database, whose runs are gone when the sweep ends: name a file"
+    if path.parts and path.parts[0].startswith("~"):
+        return (f"'~' is not expanded in a URI (MLflow would make a folder named {path.parts[0]} "
+                f"here): write the path, e.g. sqlite:///{path.expanduser()}")
+    return None
 
 
 def sqlite_file_problem(path: Path) -> str | None:
