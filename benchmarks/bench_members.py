@@ -10,7 +10,7 @@ side makes an extra pass over the data.)
 import torch
 
 from sbfn_dist.learners.training import MLPConfig, train_mlp as train_members
-from benchmarks.looped_members import train_members_looped
+from references.looped_members import train_members_looped
 
 from benchmarks.common import cli, compare, median, paired_ratio, regression_data, table, target, threads
 

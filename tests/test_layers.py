@@ -328,3 +328,11 @@ def test_costly_parts_of_torch_are_imported_only_inside_the_functions_that_use_t
     on_import = {m for m, p in modules.items()
                  if imported_modules(p, top_level=True) & IMPORTED_WHERE_USED}
     assert used and not on_import, on_import
+
+
+def test_no_test_imports_a_benchmark():
+    """What tests and benchmarks both use lies in references/ (docs/design.md): a test that
+    imports benchmarks/ makes a benchmark's edit break the suite."""
+    offenders = {p.name: sorted(m for m in imported_modules(p) if m.split(".")[0] == "benchmarks")
+                 for p in (ROOT / "tests").glob("*.py")}
+    assert not {name: bad for name, bad in offenders.items() if bad}

@@ -1,11 +1,11 @@
-"""The roofline floor's bookkeeping (benchmarks/roofline_image.py) on operations whose FLOPs and
+"""The roofline floor's bookkeeping (references/roofline.py) on operations whose FLOPs and
 bytes are known by hand."""
 
 import pytest
 import torch
 from torch.nn import functional as F
 
-from benchmarks.roofline_image import CARDS, Kernels
+from references.roofline import CARDS, Kernels
 
 CARD = CARDS["h100"]
 

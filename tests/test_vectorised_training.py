@@ -7,7 +7,7 @@ import torch
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.learners.training import (MLPConfig, StreamRecorder, TrainingDiverged, train_mlp,
                                train_mlp_pack)
-from benchmarks.looped_members import train_members_looped
+from references.looped_members import train_members_looped
 
 
 def train_members(X, y, cfg):
