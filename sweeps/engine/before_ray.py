@@ -169,7 +169,8 @@ def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
     for name, stamp in (old or {}).get("data", {}).items():
-        if stamps.get(name, stamp) != stamp:        # not here (a cluster's data): not compared
+        # not here (a cluster's data): not compared; an older kind of stamp: made again so
+        if stamps.get(name, stamp) != stamp and catalog.contents_stamp(name, stamp) != stamp:
             raise SbfnError(f"--resume: {name} has changed since the sweep at {store.root} was "
                             "created: its finished folds were computed on the old contents. "
                             "Restore them, or pass --name for a new sweep on the new data")
