@@ -1,6 +1,8 @@
 """Bad input that a sweep refuses in one line before Ray starts, found by a new user's cases
 (issue 48): each once silently accepted, or refused only by every trial, or a traceback."""
 
+import time
+
 import pytest
 
 from sbfn_dist.data.tabular import load_tabular
@@ -30,3 +32,66 @@ def test_a_csv_that_names_a_column_twice_is_refused_naming_it(tmp_path, capsys, 
     line = one_error_line(capsys)
     assert code == 2 and "'y' in columns 2, 4" in line and "y.1" in line, line
     assert not ray_connects and not (tmp_path / "results").exists()
+
+
+def run_file(tmp_path, text: str, *flags) -> int:
+    from sweeps import __main__ as sweeps_main
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return sweeps_main.main(["run", str(path), "--storage", str(tmp_path / "results"), *flags])
+
+
+FILE = "dataset: diabetes\ngrid: demo\nsmoke: true\nmlflow: false\n"
+
+
+@pytest.mark.parametrize("axis, written", [("epsilon: [0, -0.0]", "(as 0 and -0)"),
+                                           ("epsilon: [-0.0, 0.0]", "(as -0 and 0)"),
+                                           ("n_members: [3, 3]", "")])
+def test_an_axis_value_written_twice_is_refused_in_a_sweep_file(axis, written, tmp_path,
+                                                                capsys):
+    """`epsilon: [0, -0.0]` ran two trials of identical results ("2 configurations with
+    results"), where docs/errors.md promised a repeated value refused; `--epsilons 0 -0.0`
+    too."""
+    assert run_file(tmp_path, FILE + f"axes: {{{axis}}}\n", "--dry-run") == 2
+    line = one_error_line(capsys)
+    name, _, values = axis.partition(": ")
+    assert f"the grid repeats a trial: {name} lists" in line and f"twice{' ' + written if written else ''}; give each value once" in line, line
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_command_line_refuses_minus_zero_beside_zero(tmp_path, capsys):
+    assert regression(["--dataset", "diabetes", "--grid", "demo", "--smoke", "--no-mlflow",
+                       "--epsilons", "0", "-0.0", "--dry-run", "--storage",
+                       str(tmp_path)]) == 2
+    assert "epsilon lists 0 twice (as 0 and -0)" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("axis, words", [
+    ("n_members: [2, 100000000000000000000]",
+     "axes.n_members = [2, 100000000000000000000]: 100000000000000000000 is beyond the "
+     "records' 64-bit integers (at most 9223372036854775807)"),
+    ("width: [20, 100000000000000000000]",
+     "config field 'width' = 100000000000000000000 is not allowed: 100000000000000000000 is "
+     "beyond the records' 64-bit integers")])
+def test_an_integer_beyond_the_records_int64_is_refused_at_the_dry_run(axis, words, tmp_path,
+                                                                       capsys):
+    """n_members: 10**20 passed --dry-run, then crashed the run and every --resume in the
+    records' writing (store.py, OverflowError, 295 lines)."""
+    assert run_file(tmp_path, FILE + f"axes: {{{axis}}}\n", "--dry-run") == 2
+    assert words in one_error_line(capsys)
+
+
+def test_a_grid_of_ten_million_is_refused_at_its_bad_value_before_it_is_crossed(capsys):
+    """A 10^7-configuration grid was listed whole (111 s, 5.7 GB) before its first value was
+    checked; each axis value is checked first now, on the grid's first trial: seven axes of
+    ten values, the last one out of range, are refused in a few checks."""
+    from sweeps import Sweep, SweepFileError
+    tens = {"width": list(range(10, 110, 10)), "lr": [0.001 * k for k in range(1, 11)],
+            "init_scale": [0.1 * k for k in range(1, 11)], "epochs": list(range(1, 11)),
+            "batch_size": list(range(1, 11)), "lambda1": [0.0001 * k for k in range(10)],
+            "epsilon": [0.1 * k for k in range(9)] + [2.0]}
+    started = time.monotonic()
+    with pytest.raises(SweepFileError, match=r"config field 'epsilon' = 2.0 is not allowed"):
+        Sweep.from_dict({"name": "huge", "dataset": "diabetes", "mlflow": False, "axes": tens})
+    assert time.monotonic() - started < 20
+    assert "[huge] planning 10,000,005 configurations" in capsys.readouterr().err

@@ -162,8 +162,12 @@ def _axis(axis, values) -> list | Range:
         values = [MEMBER_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v
                   for v in values]
     sizes = field("n_members").check     # 0 needs plug-ins: each trial's config says so
-    if axis == "n_members" and not all(sizes.ok(m, None) for m in values):
-        raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are {sizes.text(None)}")
+    wrong = [m for m in values if not sizes.ok(m, None)] if axis == "n_members" else []
+    if wrong:
+        why = sizes.why(wrong[0], None)     # beyond the records' integers
+        lead = f"{why}; " if why else ""
+        raise SbfnError(f"axes.n_members = {values!r}: {lead}ensemble sizes are "
+                        f"{sizes.text(None)}")
     return values
 
 
