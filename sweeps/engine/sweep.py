@@ -102,6 +102,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
             # Once per run, on the way out too (interrupted, failed): never per trial, which
             # grew with the sweep (docs/benchmarks.md, "Per-trial overhead").
             table = store.consolidate()
+    _say_strays(store, opts, out)
     _plan_the_draws(planned, grid)
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
@@ -110,6 +111,16 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     _keep_best_models(opts, outcome, store)
     print_summary(outcome, spec, opts, out)
     return outcome
+
+
+def _say_strays(store: ResultStore, opts: SweepOptions, out) -> None:
+    """Files in parts/ that no trial wrote, which the merge left out: said, once a run."""
+    strays = store.strays()
+    if strays:
+        shown = ", ".join(strays[:3]) + (", ..." if len(strays) > 3 else "")
+        print(f"[{opts.name}] parts/ holds {len(strays)} file{'s' if len(strays) > 1 else ''} "
+              f"no trial wrote ({shown}; a trial's part is <trial>-f<fold>.parquet): left out "
+              "of results.parquet", file=out)
 
 
 def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultStore) -> None:
