@@ -9,6 +9,7 @@ and `trial_id` filled in by the sweeps runner.
 """
 
 import json
+import math
 import os
 import posixpath
 import re
@@ -51,20 +52,23 @@ class SweepInfo:
 
     @property
     def n_missing(self) -> int | None:
+        """Configurations planned without results. A sampled search's draws repeat points of a
+        small space, one configuration each: it plans at most its space's points (n_points)."""
         if self.n_trials_expected is None:
             return None
-        return max(self.n_trials_expected - self.n_trials, 0)
+        planned = min(self.n_trials_expected, self.meta.get("n_points") or math.inf)
+        return max(planned - self.n_trials, 0)
 
     @property
     def partial(self) -> str:
         """What a partial sweep (fewer trials with results than its sweep.json planned: killed,
         interrupted, failed) lacks, in words; "" for a whole one or an unknown plan. The
         report's line, and the export's (sweeps/engine/export.py)."""
-        if not self.n_missing:
+        missing = self.n_missing
+        if not missing:
             return ""
-        return (f"Partial sweep '{self.name}': {self.n_trials} of {self.n_trials_expected} "
-                f"trials have results; {self.n_missing} are missing (not finished, or never "
-                "started)")
+        return (f"Partial sweep '{self.name}': {self.n_trials} of {self.n_trials + missing} "
+                f"trials have results; {missing} are missing (not finished, or never started)")
 
 
 def sweep_info(name: str, path: str, table: pd.DataFrame, meta: dict) -> SweepInfo:

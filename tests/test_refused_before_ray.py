@@ -95,3 +95,44 @@ def test_a_grid_of_ten_million_is_refused_at_its_bad_value_before_it_is_crossed(
         Sweep.from_dict({"name": "huge", "dataset": "diabetes", "mlflow": False, "axes": tens})
     assert time.monotonic() - started < 20
     assert "[huge] planning 10,000,005 configurations" in capsys.readouterr().err
+
+
+def test_a_yaml_boolean_word_as_a_key_is_named_as_written(tmp_path, capsys):
+    """YAML 1.1 reads `yes:` as the boolean True: `yes: 1` was told `unknown key 'True'`."""
+    assert run_file(tmp_path, FILE + "yes: 1\n", "--dry-run") == 2
+    line = one_error_line(capsys)
+    assert "unknown key 'yes'" in line and "True" not in line, line
+
+
+def test_images_too_small_for_the_members_are_refused_before_ray(tmp_path, capsys,
+                                                                 ray_connects):
+    """3x3 images were refused inside each trial ("1 configurations with results, 1 failed")."""
+    import numpy as np
+
+    from sweeps.commands.images import ANY, main_for
+    data = tmp_path / "tiny.npz"
+    rng = np.random.default_rng(0)
+    np.savez(data, x=rng.random((60, 3, 3)).astype("float32"), y=np.arange(60) % 2)
+    assert main_for(ANY, ["--dataset", f"npz:{data}", "--smoke", "--no-mlflow", "--storage",
+                          str(tmp_path / "results")]) == 2
+    line = one_error_line(capsys)
+    assert "the images are 3x3 pixels, smaller than the 4x4 the simple_cnn" in line, line
+    assert not ray_connects and not (tmp_path / "results").exists()
+
+
+def test_sigterm_while_a_sweep_is_planned_says_so_in_one_line(tmp_path):
+    """It exited 143 without a word; Ctrl-C's line and status now, as SIGTERM once Ray runs."""
+    import signal
+    import subprocess
+    import sys
+    widths = ", ".join(map(str, range(1, 30_001)))
+    (tmp_path / "big.yaml").write_text(f"name: big\ndataset: diabetes\nmlflow: false\naxes:\n"
+                                       f"  width: [{widths}]\n  epsilon: [0.0, 0.5]\n")
+    planning = subprocess.Popen([sys.executable, "-m", "sweeps", "run", "big.yaml", "--dry-run"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    assert planning.stderr.readline().startswith("[big] planning 60,005 configurations")
+    planning.send_signal(signal.SIGTERM)
+    _, err = planning.communicate(timeout=60)
+    assert planning.returncode == 130, err
+    assert err.strip() == "interrupted: the sweep had not started; nothing was written"

@@ -76,6 +76,10 @@ class _UniqueKeys(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue                        # `<<: *base` merges: its keys may be replaced
+            if key_node.tag == "tag:yaml.org,2002:bool":
+                # YAML 1.1 reads `yes:`, `on:`, `no:` as a boolean; every key here is a name,
+                # as YAML 1.2 reads it (`yes: 1` was told "unknown key 'True'")
+                key_node.tag = "tag:yaml.org,2002:str"
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:
