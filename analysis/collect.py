@@ -9,8 +9,10 @@ and `trial_id` filled in by the sweeps runner.
 """
 
 import json
+import math
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +25,9 @@ from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS
 
 RESULTS_FILE = "results.parquet"
 PARTS_DIR = "parts"                # the sweeps runner's per-fold files (sweeps/engine/common/store.py)
+# A part's name, as the runner makes it: <trial key>-f<fold>.parquet (one fold's records) or
+# <trial key>-failed.parquet (a configuration that failed after its retries); a key may hold '-'.
+PART_NAME = re.compile(r"(?P<key>.+)-(?:f(?P<fold>\d+)|failed)\.parquet")
 MERGED_KEY = b"sbfn.merged_parts"  # results.parquet's metadata: the names of the parts it merged
 SWEEP_FILE = "sweep.json"
 # column -> what writes it, for the error message when it is missing
@@ -47,20 +52,23 @@ class SweepInfo:
 
     @property
     def n_missing(self) -> int | None:
+        """Configurations planned without results. A sampled search's draws repeat points of a
+        small space, one configuration each: it plans at most its space's points (n_points)."""
         if self.n_trials_expected is None:
             return None
-        return max(self.n_trials_expected - self.n_trials, 0)
+        planned = min(self.n_trials_expected, self.meta.get("n_points") or math.inf)
+        return max(planned - self.n_trials, 0)
 
     @property
     def partial(self) -> str:
         """What a partial sweep (fewer trials with results than its sweep.json planned: killed,
         interrupted, failed) lacks, in words; "" for a whole one or an unknown plan. The
         report's line, and the export's (sweeps/engine/export.py)."""
-        if not self.n_missing:
+        missing = self.n_missing
+        if not missing:
             return ""
-        return (f"Partial sweep '{self.name}': {self.n_trials} of {self.n_trials_expected} "
-                f"trials have results; {self.n_missing} are missing (not finished, or never "
-                "started)")
+        return (f"Partial sweep '{self.name}': {self.n_trials} of {self.n_trials + missing} "
+                f"trials have results; {missing} are missing (not finished, or never started)")
 
 
 def sweep_info(name: str, path: str, table: pd.DataFrame, meta: dict) -> SweepInfo:
@@ -144,6 +152,8 @@ def find_source(given: str) -> Source:
              and not merge_is_current(fs, path))
     for where in ((parts,) if stale else (merged, path, parts)):
         files = _parquet_files(fs, where)
+        if where == parts:      # a file no trial wrote there is no part (zz-notes.parquet)
+            files = [f for f in files if PART_NAME.fullmatch(posixpath.basename(f))]
         if files:
             return Source(fs, files, path, stem)
     if fs.get_file_info(f"{path}/{SWEEP_FILE}").type == pafs.FileType.File:
@@ -169,7 +179,8 @@ def merge_is_current(fs: pafs.FileSystem, home: str) -> bool:
     if merged.type != pafs.FileType.File:
         return merged.type == pafs.FileType.Directory    # a directory of part files: as it is
     selector = pafs.FileSelector(f"{home}/{PARTS_DIR}", allow_not_found=True)
-    parts = [i for i in fs.get_file_info(selector) if i.is_file and i.path.endswith(".parquet")]
+    parts = [i for i in fs.get_file_info(selector)
+             if i.is_file and PART_NAME.fullmatch(i.base_name)]
     if merged.mtime is not None and any(p.mtime and p.mtime > merged.mtime for p in parts):
         return False
     try:

@@ -77,12 +77,13 @@ def test_a_failed_pack_mate_is_counted_failed_and_the_others_done():
 
 def test_trials_an_interruption_stopped_before_their_first_result_are_not_done():
     """Ctrl-C: Tune marks every trial TERMINATED, and leaves one that never ran a last_result
-    of its trial_id alone (seen: "15/15 done ... folds 9/45" after an interrupt)."""
+    of its trial_id alone (seen: "15/15 done ... folds 9/45" after an interrupt). It had not
+    started: pending, not "stopped early" (issue 48)."""
     never_ran = trial("M3", "TERMINATED")
     never_ran.last_result = {"trial_id": "M3"}
     line = progress(configurations=2).line([never_ran, trial("M9", "TERMINATED", folds_done=3,
                                                              planned=3)])
-    assert "configurations 1/2 done, 0 running, 0 pending, 1 stopped early" in line
+    assert "configurations 1/2 done, 0 running, 1 pending, 0 failed" in line
 
 
 def test_a_rerun_that_asha_stopped_with_every_fold_on_record_is_done_not_stopped_early():

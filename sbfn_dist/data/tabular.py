@@ -253,7 +253,28 @@ def _read_user_csv(path: pathlib.Path) -> pd.DataFrame:
                         "permissions, or copy it to a readable place") from None
     if frame.empty:
         raise DataError(f"CSV file {path} has a header but no data rows: add rows or pick another file")
+    _require_distinct_names(path)
     return frame
+
+
+def _require_distinct_names(path: pathlib.Path) -> None:
+    """Each column named once in the header row: pandas renames a repeated name ('y' again
+    becomes 'y.1'), and a second target column became a feature that leaked it (issue 48).
+    The header is read apart, as written (pandas gives no frame its repeated names)."""
+    header = list(pd.read_csv(path, header=None, nrows=1, dtype=str,
+                              keep_default_na=False).iloc[0])
+    if all(_is_number(n) for n in header):
+        return          # a first row of data, not names: the target's check says so
+    repeated = {name: [i + 1 for i, n in enumerate(header) if n == name]
+                for name in header if name and header.count(name) > 1}
+    if repeated:
+        said = "; ".join(f"'{name}' in columns {', '.join(map(str, at))}"
+                         for name, at in repeated.items())
+        first = next(iter(repeated))
+        raise DataError(f"CSV file {path} names a column more than once in its header row "
+                        f"({said}): pandas would read the second '{first}' as '{first}.1', a "
+                        "column of its own (a copy of the target would become a feature); "
+                        "give each column a name of its own")
 
 
 def _check_user_target(frame: pd.DataFrame, path: pathlib.Path, target: str | None, task: str) -> None:

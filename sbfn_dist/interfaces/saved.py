@@ -41,6 +41,7 @@ import dataclasses
 import importlib
 import json
 import math
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -505,10 +506,34 @@ def read_manifest(path) -> dict:
                               "damaged; save or export it again") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise SavedModelError(f"{file} is not an sbfn-dist saved model")
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise SavedModelError(f"{path} was saved by sbfn-dist {manifest.get('library_version')} "
-                              f"in a newer format; upgrade sbfn-dist (this is {__version__})")
+    _refuse_another_format(path, manifest)
     return manifest
+
+
+def _refuse_another_format(path, manifest: dict) -> None:
+    """A format this version does not read: a newer sbfn-dist's (upgrade), else a manifest no
+    version wrote so (format_version 999 beside this very version was told to upgrade to the
+    version it ran, issue 48; a format_version of text raised a TypeError)."""
+    version, saved_by = manifest.get("format_version", 0), manifest.get("library_version")
+    if _integral(version) and version <= FORMAT_VERSION:
+        return
+    if _integral(version) and _release(saved_by) > _release(__version__):
+        raise SavedModelError(f"{path} was saved by sbfn-dist {saved_by} in a newer format; "
+                              f"upgrade sbfn-dist (this is {__version__})")
+    raise SavedModelError(f"{Path(path) / MANIFEST} gives format_version {version!r}, which no "
+                          f"sbfn-dist writes beside library_version {saved_by!r} (this one, "
+                          f"{__version__}, writes and reads format {FORMAT_VERSION}): the "
+                          "manifest was edited or damaged; save or export the model again")
+
+
+def _integral(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _release(version) -> tuple:
+    """A version's release numbers (0.2.0 -> (0, 2, 0)); () for none."""
+    return tuple(int(n) for n in re.findall(r"\d+", version.split("+")[0])[:3]) \
+        if isinstance(version, str) else ()
 
 
 def load(path, *, trust_plugins: bool = False, expect: type | None = None,

@@ -16,11 +16,11 @@ import functools
 import torch
 from torch import nn
 
-from sbfn_dist.errors import ConfigError
+from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.settings.fields import (ENSEMBLE_KINDS, HETEROGENEOUS, HOMOGENEOUS,
                                        MEMBER_SEPARATOR, Members, member_refusal, refusal)
-from sbfn_dist.learners.cnn import (ARCHITECTURES, STRATEGIES, MemberStack, build_member,
-                                    check_images, member_seed)
+from sbfn_dist.learners.cnn import (ARCHITECTURES, MIN_SIZE, STRATEGIES, MemberStack,
+                                    build_member, check_images, member_seed)
 from sbfn_dist.learners.factories import GenericStack, check_factory, factory_name
 
 __all__ = ["ARCHITECTURES", "ENSEMBLE_KINDS", "STRATEGIES", "Ensemble", "GenericStack",
@@ -55,12 +55,28 @@ def kind_archs(kind) -> list:
 
 def check_ensemble(kind, in_channels: int, n_classes: int, size, device) -> None:
     """Refuse, in one line, a factory of the kind that cannot give members for images
-    (in_channels, *size) of n_classes classes on `device` (checked on a dummy batch)."""
+    (in_channels, *size) of n_classes classes on `device` (checked on a dummy batch), and
+    images too small for the built-in architectures."""
+    require_member_size(kind, tuple(size))
     for arch in dict.fromkeys(kind_archs(kind)):
         if arch not in ARCHITECTURES:
             why = _checked_factory(arch, in_channels, n_classes, tuple(size), str(device))
             if why:
                 raise ConfigError("ensemble", factory_name(arch), why)
+
+
+def require_member_size(kind, size: tuple) -> None:
+    """Images large enough for the kind's built-in architectures (two stride-2 reductions:
+    MIN_SIZE), refused as a sweep is planned: 3x3 images were refused inside each trial ("1
+    configurations with results, 1 failed", issue 48). Your own networks decide for
+    themselves (check_factory)."""
+    built_in = [arch for arch in dict.fromkeys(kind_archs(kind)) if arch in ARCHITECTURES]
+    if built_in and min(size) < MIN_SIZE:
+        raise DataError(f"the images are {'x'.join(map(str, size))} pixels, smaller than the "
+                        f"{MIN_SIZE}x{MIN_SIZE} the {', '.join(built_in)} members need (two "
+                        "stride-2 reductions): use larger images (a folder: takes "
+                        f"image_size=N, N >= {MIN_SIZE}), or members of your own "
+                        "(ensemble=package.module:build)")
 
 
 @functools.lru_cache(maxsize=64)

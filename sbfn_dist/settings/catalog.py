@@ -79,27 +79,58 @@ def prefix_of(name) -> str | None:
     return None
 
 
-def contents_stamp(name) -> str | None:
+# A folder's stamp of its files' bytes starts so; one without it (sweeps recorded before issue
+# 48) hashed the files' paths and sizes alone, and a resume of such a sweep compares that.
+FOLDER_STAMP = "bytes-"
+
+
+def contents_stamp(name, recorded: str | None = None) -> str | None:
     """What a data set given as a path holds, as a short digest a sweep records and a resume
     compares (None: a named set, or a path not on this machine). A file: its bytes. A folder:
-    its files' relative paths and sizes (reading every image would cost a large folder
-    minutes; a copy keeps sizes, not always modification times)."""
+    its files' relative paths, sizes and bytes (images swapped between two class folders keep
+    every path and size). Reading the bytes costs little beside the data check, which decodes
+    every image: 3,000 28x28 PNGs took 0.5 s here, against 0.2 s for their paths and sizes
+    alone and 35 s for a first decode (2 busy cores). `recorded`: the stamp a resume compares
+    with; an older folder stamp is made again as it was made (_listing_digest)."""
     prefix = prefix_of(name)
     path = os.path.abspath(os.path.expanduser(name[len(prefix):])) if prefix else ""
-    digest = hashlib.blake2b(digest_size=8)
     if os.path.isfile(path):
-        with open(path, "rb") as f:
+        return _bytes_digest(path, [path])
+    if not os.path.isdir(path):
+        return None
+    files = _files_under(path)
+    if recorded is not None and not recorded.startswith(FOLDER_STAMP):
+        return _listing_digest(path, files)
+    return FOLDER_STAMP + _bytes_digest(path, files)
+
+
+def _files_under(folder: str) -> list:
+    """Every file under `folder` in a fixed order (folder links are not followed)."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        dirs.sort()
+        found += [os.path.join(parent, file) for file in sorted(files)]
+    return found
+
+
+def _bytes_digest(root: str, files: list) -> str:
+    """The files' bytes in one digest, each after its path relative to `root` where `root` is
+    a folder (a file's digest is its bytes alone, as sweeps have recorded it)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for file in files:
+        if file != root:
+            digest.update(f"{os.path.relpath(file, root)}\0{os.path.getsize(file)}\0".encode())
+        with open(file, "rb") as f:
             while block := f.read(1 << 20):
                 digest.update(block)
-    elif os.path.isdir(path):
-        for folder, dirs, files in os.walk(path):
-            dirs.sort()
-            for file in sorted(files):
-                full = os.path.join(folder, file)
-                digest.update(f"{os.path.relpath(full, path)}\0{os.path.getsize(full)}\n"
-                              .encode())
-    else:
-        return None
+    return digest.hexdigest()
+
+
+def _listing_digest(root: str, files: list) -> str:
+    """The files' relative paths and sizes: a folder's stamp before issue 48."""
+    digest = hashlib.blake2b(digest_size=8)
+    for file in files:
+        digest.update(f"{os.path.relpath(file, root)}\0{os.path.getsize(file)}\n".encode())
     return digest.hexdigest()
 
 

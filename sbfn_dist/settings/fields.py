@@ -74,12 +74,23 @@ def _real(v) -> bool:
             and type(v).__name__ != "bool_" and math.isfinite(v))
 
 
+# The records hold integers as Parquet's int64: a larger one (n_members: 10**20 in a sweep file)
+# passed every check, then failed each trial's records and every --resume with an OverflowError.
+INT64_LIMIT = 2 ** 63
+
+
 class Int:
     def __init__(self, lo: int, hi: int | None = None, note: str = ""):
         self.lo, self.hi, self.note = lo, hi, note
 
     def ok(self, v, ctx) -> bool:
-        return _integral(v) and v >= self.lo and (self.hi is None or v < self.hi)
+        return _integral(v) and self.lo <= v < (INT64_LIMIT if self.hi is None else self.hi)
+
+    def why(self, v, ctx) -> str:
+        """What an integer beyond the records' int64 is told (the text omits the bound)."""
+        if _integral(v) and self.hi is None and v >= INT64_LIMIT:
+            return f"{v} is beyond the records' 64-bit integers (at most {INT64_LIMIT - 1})"
+        return ""
 
     def text(self, ctx) -> str:
         span = f">= {self.lo}" if self.hi is None else f"in [{self.lo}, {self.hi})"
@@ -153,6 +164,10 @@ class Maybe:
 
     def ok(self, v, ctx) -> bool:
         return v is None or self.inner.ok(v, ctx)
+
+    def why(self, v, ctx) -> str:
+        inner_why = getattr(self.inner, "why", None)
+        return inner_why(v, ctx) if inner_why and v is not None else ""
 
     def text(self, ctx) -> str:
         return f"None ({self.none}) or {self.inner.text(ctx)}"

@@ -20,6 +20,7 @@ from sweeps.engine.plan.options import add_flags, given
 from sweeps.engine.plan.planning import SweepOptions, result_store
 from sweeps.engine.plan.ranges import refuse_range_flag
 from sweeps.engine.plan.sweepfile import sweep_options
+from sweeps.engine.run.interruption import sigterm_as_ctrl_c
 from sweeps.engine.sweep import run_sweep
 
 
@@ -108,10 +109,11 @@ def run(build, argv=None) -> int:
     """`build(argv) -> (spec, args, opts)`; runs it and turns errors into one clear line."""
     opts = None
     try:
-        spec, args, opts = build(argv)
-        if args.smoke:
-            spec = smoke(spec, given_to_smoke(args))
-        outcome = run_sweep(spec, opts)
+        with sigterm_as_ctrl_c():       # while it plans: the one line below, not a silent 143
+            spec, args, opts = build(argv)
+            if args.smoke:
+                spec = smoke(spec, given_to_smoke(args))
+            outcome = run_sweep(spec, opts)
         sys.stdout.flush()      # a reader that left (`| head`) shows here, not at Python's exit
     except SbfnError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -2,8 +2,6 @@
 refuses in one line (the results folder is only read here; a run checks it again under its
 claim), then the plan as the dry run prints it."""
 
-import math
-
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
 from sbfn_dist.settings import catalog
@@ -13,15 +11,16 @@ from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem,
 from sweeps.engine.plan.grids import SweepSpec, axis_text
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
                                          result_store, trial_packs)
-from sweeps.engine.plan.ranges import axis_size, has_ranges, is_range
+from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
 from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
 
 
-def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
+def check_before_ray(configs: list[dict], opts: SweepOptions, axes: dict) -> dict:
     """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
-    validated: a dry run makes these checks too (issue 32: it checked neither the data nor
-    the networks, and listed trials every one of which the run refused). The results folder is
+    validated (`axes`: the sweep's, which a resumed study was drawn over): a dry run makes
+    these checks too (issue 32: it checked neither the data nor the networks, and listed trials
+    every one of which the run refused). The results folder is
     only read here; a run checks it again under its claim (_check_store). Returns the data's
     stamps (data_stamps), for sweep.json: a file is read once a run."""
     store = result_store(opts)
@@ -41,7 +40,7 @@ def check_before_ray(configs: list[dict], opts: SweepOptions) -> dict:
     refuse_another_sweep(store, opts, [c["trial_id"] for c in configs], stamps)
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
-        check_study(store, opts.name, opts.resume)
+        check_study(store, opts.name, opts.resume, axes)
     return stamps
 
 
@@ -188,7 +187,8 @@ def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
                         "continue it, or --name to start a new one")
     for name, stamp in (old or {}).get("data", {}).items():
-        if stamps.get(name, stamp) != stamp:        # not here (a cluster's data): not compared
+        # not here (a cluster's data): not compared; an older kind of stamp: made again so
+        if stamps.get(name, stamp) != stamp and catalog.contents_stamp(name, stamp) != stamp:
             raise SbfnError(f"--resume: {name} has changed since the sweep at {store.root} was "
                             "created: its finished folds were computed on the old contents. "
                             "Restore them, or pass --name for a new sweep on the new data")
@@ -230,7 +230,7 @@ def small_space_note(spec: SweepSpec, opts: SweepOptions) -> str:
     """TPE and random draws repeat points of a small space (computed once, but the budget is
     spent). Seen for real: 8 samples over 12 points hit 5. A space with a uniform or loguniform
     range has no end of points (size inf): never small."""
-    points = math.prod(axis_size(v) for v in spec.axes.values())
+    points = space_size(spec.axes)
     if opts.search == "grid" or 2 * opts.num_samples < points:
         return ""
     listed = " (its ranges given as lists)" if has_ranges(spec.axes) else ""

@@ -9,6 +9,7 @@ Ray is imported only once the sweep's environment is set (common/environment.py)
 Ray side of a run, is imported inside the claimed run, this floor's one such import.
 """
 
+import math
 import sys
 import time
 import uuid
@@ -23,7 +24,7 @@ from sweeps.engine.outcome import SweepOutcome, print_summary
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan_sweep, result_store,
                                          shared, trial_packs, with_objective)
-from sweeps.engine.plan.ranges import is_range
+from sweeps.engine.plan.ranges import is_range, space_size
 from sweeps.engine.results.keep_best import keep_only
 from sweeps.engine.results.ranking import best_means, best_row, trials_of
 from sweeps.engine.run.claim import Claim, take_over
@@ -51,7 +52,7 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
     planned = plan_sweep(spec, opts)
     opts = with_objective(spec, opts)
     with ray_environment(opts.verbose):
-        check_before_ray(planned.configs, opts)
+        check_before_ray(planned.configs, opts, spec.axes)
     print_plan(spec, opts, planned.configs, out)
     checked, skipped = dry_run_scope(opts)
     print(f"  checked, as the run checks them before Ray starts: {', '.join(checked)}; not "
@@ -60,7 +61,7 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
-    stamps = check_before_ray(planned.configs, opts)
+    stamps = check_before_ray(planned.configs, opts, spec.axes)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
         try:
@@ -77,7 +78,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     spec_record = _check_store(store, spec, opts, configs, stamps)
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
-        spec_record["study"] = check_study(store, opts.name, opts.resume)
+        spec_record["study"] = check_study(store, opts.name, opts.resume, spec.axes)
     from sweeps.engine import tune  # Ray: imported only now, in the sweep's environment
     # The MLflow store's set-up overlaps ray.init.
     warm = tune.warm_tracking(opts, store, spec_record.get(SWEEP_ID))
@@ -102,6 +103,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
             # Once per run, on the way out too (interrupted, failed): never per trial, which
             # grew with the sweep (docs/benchmarks.md, "Per-trial overhead").
             table = store.consolidate()
+    _say_strays(store, opts, out)
     _plan_the_draws(planned, grid)
     outcome = SweepOutcome(store.root, table, tracking_uri, [r.metrics for r in grid],
                            time.monotonic() - start, progress.max_running,
@@ -110,6 +112,16 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     _keep_best_models(opts, outcome, store)
     print_summary(outcome, spec, opts, out)
     return outcome
+
+
+def _say_strays(store: ResultStore, opts: SweepOptions, out) -> None:
+    """Files in parts/ that no trial wrote, which the merge left out: said, once a run."""
+    strays = store.strays()
+    if strays:
+        shown = ", ".join(strays[:3]) + (", ..." if len(strays) > 3 else "")
+        print(f"[{opts.name}] parts/ holds {len(strays)} file{'s' if len(strays) > 1 else ''} "
+              f"no trial wrote ({shown}; a trial's part is <trial>-f<fold>.parquet): left out "
+              "of results.parquet", file=out)
 
 
 def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultStore) -> None:
@@ -156,10 +168,19 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
               **({"search_seed": opts.search_seed} if opts.search != "grid" else {}),
+              **_space_points(spec, opts),
               "data": stamps, **_sweep_id(store, opts)}
     refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
     store.create()
     return record
+
+
+def _space_points(spec: SweepSpec, opts: SweepOptions) -> dict:
+    """{"n_points": the points of a sampled search's space} where finite: its draws repeat
+    points of a small one (5 samples of a 2-point space are 2 configurations), so a finished
+    sweep holds at most that many (analysis.collect.SweepInfo: "Partial: 2 of 5" before)."""
+    points = space_size(spec.axes)
+    return {"n_points": int(points)} if opts.search != "grid" and math.isfinite(points) else {}
 
 
 def expected(configs: list[dict], opts: SweepOptions) -> tuple[int, int]:

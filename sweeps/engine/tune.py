@@ -22,7 +22,7 @@ from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_m
 from sweeps.engine.results.ranking import configuration_ids
 from sweeps.engine.run.claim import Claim
 from sweeps.engine.run.mps import under_mps
-from sweeps.engine.run.progress import ProgressLine, StoreKeeper
+from sweeps.engine.run.progress import ProgressLine, StoredFolds, StoreKeeper
 from sweeps.engine.before_ray import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.run.resources import (check_trial_fits, connect, filling_slots,
                                          on_another_node, other_nodes_see)
@@ -197,12 +197,15 @@ def warm_tracking(opts: SweepOptions, store: ResultStore, sweep_id: str | None) 
 
 
 def _callbacks(spec, opts, store, configs, resolve):
-    total = sum(len(folds_of(c)) for c in configs) if opts.search == "grid" else \
-        opts.num_samples * len(folds_of(configs[0]))
+    # A sampled search's configurations planned ahead (at the ranges' bounds) are not run.
+    planned = {c["trial_id"]: folds_of(c) for c in configs} if opts.search == "grid" else {}
+    each = folds_of(configs[0])
+    total = sum(map(len, planned.values())) if planned else opts.num_samples * len(each)
     progress = ProgressLine(opts.name, total, spec.mode, configurations=len(configs) if
                             opts.search == "grid" else opts.num_samples,
                             objective=opts.objective, metric=metric_of(spec.task),
-                            groups=configuration_ids(configs))
+                            groups=configuration_ids(configs),
+                            stored=StoredFolds(store, planned, each))
     # Tune's own records of each trial's reports (result.json, progress.csv), as Tune would add
     # them, but not its TensorBoard logger: it loaded tensorboardX and with it torch into the
     # driver (~3 CPU-s a sweep, docs/benchmarks.md §11.4) for event files nothing reads.
@@ -239,18 +242,51 @@ def _tuner(spec, opts, store, planned, trainable, callbacks, trial_packs_):
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
+def _lost_folds(tune_dir: str, store: ResultStore) -> dict:
+    """trial key -> how many of the folds Tune's saved state has it report done are not in
+    parts/ (a part deleted, or lost with a disk): Tune would never run its finished trial
+    again, and the sweep would call every fold done (issue 48). {} where the state cannot be
+    read (an older version's: _restored_tuner says so)."""
+    try:
+        trials = tune.ExperimentAnalysis(tune_dir).trials
+    except (ImportError, AttributeError):
+        return {}
+    stored = store.stored_folds()
+    reported = {key: summary.get("folds_done", 0) for trial in trials
+                if trial.status == "TERMINATED"
+                for key, summary in ((trial.last_result or {}).get("configs") or {}).items()}
+    return {key: n - len(stored.get(key, ())) for key, n in reported.items()
+            if n > len(stored.get(key, ()))}
+
+
 def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions, store: ResultStore):
     """Tune's saved state of the sweep, or None where it cannot be read back: cut by a full
     disk (store.tune_state_problem), or saved by an older version of sweeps, whose pickles
     name modules and classes that have moved or gone (sweeps.runner before the engine moved,
     the grid's copy-free list before plans were shared; issue 22). A grid's trials then start
-    again under a new state, each finished fold read back from parts/ by its trial id."""
+    again under a new state, each finished fold read back from parts/ by its trial id.
+    Folds lost from parts/ (_lost_folds): a grid's finished trials run again too, each
+    reading back what is stored and computing the rest; a sampled search cannot draw a
+    finished trial again, and is refused."""
     damaged = store.tune_state_problem()
     if damaged:
         return _start_again(opts, f"cannot be read back: {damaged}")
+    lost = _lost_folds(tune_dir, store)
+    if lost and opts.search != "grid":
+        raise SbfnError(f"--resume: parts/ lacks {_lost_text(lost)} that the {opts.search} "
+                        "search recorded as done (deleted?); a sampled search cannot run a "
+                        "finished draw again: put the parts back, or pass --name for a new "
+                        "sweep")
+    if lost:
+        print(f"[{opts.name}] parts/ lacks {_lost_text(lost)} that Tune's saved state has "
+              "done (deleted?): the finished trials run again, reading back every stored "
+              "fold and computing the missing ones", flush=True)
+    # Tune's finished trials are skipped (SKIP) unless folds were lost: then resumed too.
+    again = tune.ResumeConfig.ResumeType.RESUME
+    resume = tune.ResumeConfig(finished=again if lost else tune.ResumeConfig.ResumeType.SKIP,
+                               unfinished=again, errored=again)
     try:
-        return tune.Tuner.restore(tune_dir, trainable=trainable, resume_unfinished=True,
-                                  resume_errored=True)
+        return tune.Tuner.restore(tune_dir, trainable=trainable, _resume_config=resume)
     except (ImportError, AttributeError) as exc:
         return _start_again(opts, f"was written by an older version of sweeps ({exc})")
 
@@ -264,6 +300,15 @@ def _start_again(opts: SweepOptions, why: str) -> None:
     print(f"[{opts.name}] Tune's saved state of this sweep {why}: its trials start again, "
           "every finished fold read back", flush=True)
     return None
+
+
+def _lost_text(lost: dict) -> str:
+    """'1 fold of M2_eps0_s0_78ad324e', '3 folds of 2 configurations (A, B)'."""
+    folds = sum(lost.values())
+    keys = sorted(lost)
+    which = keys[0] if len(keys) == 1 else \
+        f"{len(keys)} configurations ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''})"
+    return f"{folds} fold{'s' if folds > 1 else ''} of {which}"
 
 
 def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Planned,

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import io
 import json
+import posixpath
 import uuid
 
 import pandas as pd
@@ -29,9 +30,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 # The directory's names, and whether its merge is current, as its reader (the report) has them
-from analysis.collect import (PARTS_DIR, RESULTS_FILE, SWEEP_FILE as SPEC_FILE,  # noqa: F401
-                              ResultsError, merge_is_current, merged_parts_metadata, parse_json,
-                              read_parquet)
+from analysis.collect import (PART_NAME, PARTS_DIR, RESULTS_FILE,  # noqa: F401
+                              SWEEP_FILE as SPEC_FILE, ResultsError, merge_is_current,
+                              merged_parts_metadata, parse_json, read_parquet)
 from sbfn_dist.errors import SbfnError
 
 FULL = (errno.ENOSPC, errno.EDQUOT)     # no space left on the disk; the user's quota spent
@@ -165,15 +166,33 @@ class ResultStore:
         """Every part, or only those of one trial."""
         return self._read_tables(self._part_paths(key))
 
+    def stored_folds(self) -> dict:
+        """trial key -> the folds whose part is in parts/ now (one listing): what a resume
+        trusts, whatever Tune's saved state says was done."""
+        stored: dict = {}
+        for path in self._part_paths():
+            match = PART_NAME.fullmatch(posixpath.basename(path))
+            if match and match["fold"] is not None:
+                stored.setdefault(match["key"], set()).add(int(match["fold"]))
+        return stored
+
     def has_parts(self) -> bool:
         """Some fold's records were written (in parts/, or merged in results.parquet)."""
         return bool(self._part_paths()) or self.has(RESULTS_FILE)
 
-    def _part_paths(self, key: str = "") -> list:
+    def strays(self) -> list[str]:
+        """The names of the .parquet files in parts/ that no trial writes (zz-notes.parquet): a
+        merge leaves them out (they were merged into results.parquet, without a word)."""
+        return [name for name in self._parquet_names() if not PART_NAME.fullmatch(name)]
+
+    def _parquet_names(self) -> list[str]:
         selector = pafs.FileSelector(f"{self.root}/{PARTS_DIR}", allow_not_found=True)
-        prefix = f"{self.root}/{PARTS_DIR}/{key}-" if key else ""
-        return sorted(i.path for i in self.fs.get_file_info(selector)
-                      if i.path.endswith(".parquet") and i.path.startswith(prefix))
+        return sorted(i.base_name for i in self.fs.get_file_info(selector)
+                      if i.base_name.endswith(".parquet"))
+
+    def _part_paths(self, key: str = "") -> list:
+        return [f"{self.root}/{PARTS_DIR}/{name}" for name in self._parquet_names()
+                if PART_NAME.fullmatch(name) and name.startswith(f"{key}-" if key else "")]
 
     def _read_tables(self, paths: list) -> pd.DataFrame:
         tables = [self._read_part_table(p) for p in paths]

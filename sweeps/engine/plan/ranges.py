@@ -141,6 +141,11 @@ def axis_size(axis) -> float:
     return axis.size() if is_range(axis) else len(axis)
 
 
+def space_size(axes: dict) -> float:
+    """How many distinct points the axes hold together (inf with a continuous range)."""
+    return math.prod(axis_size(values) for values in axes.values())
+
+
 def parse_range(axis: str, text: str) -> Range:
     """`text` (a sweep file's `axes.AXIS` value) as a Range checked against what the setting
     `axis` allows; else SbfnError naming the axis, what is wrong and how to write it."""

@@ -77,6 +77,10 @@ class _UniqueKeys(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue                        # `<<: *base` merges: its keys may be replaced
+            if key_node.tag == "tag:yaml.org,2002:bool":
+                # YAML 1.1 reads `yes:`, `on:`, `no:` as a boolean; every key here is a name,
+                # as YAML 1.2 reads it (`yes: 1` was told "unknown key 'True'")
+                key_node.tag = "tag:yaml.org,2002:str"
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:
@@ -166,8 +170,12 @@ def _axis(axis, values) -> list | Range:
         values = [MEMBER_SEPARATOR.join(map(str, v)) if isinstance(v, list) else v
                   for v in values]
     sizes = field("n_members").check     # 0 needs plug-ins: each trial's config says so
-    if axis == "n_members" and not all(sizes.ok(m, None) for m in values):
-        raise SbfnError(f"axes.n_members = {values!r}: ensemble sizes are {sizes.text(None)}")
+    wrong = [m for m in values if not sizes.ok(m, None)] if axis == "n_members" else []
+    if wrong:
+        why = sizes.why(wrong[0], None)     # beyond the records' integers
+        lead = f"{why}; " if why else ""
+        raise SbfnError(f"axes.n_members = {values!r}: {lead}ensemble sizes are "
+                        f"{sizes.text(None)}")
     return values
 
 

@@ -1,5 +1,6 @@
 """A sweep stopped by a signal as by Ctrl-C (Ray-free: the sweep holds it before Ray starts)."""
 
+import contextlib
 import signal
 import threading
 
@@ -46,3 +47,23 @@ class Interruption:
         for sig, handler in self.before.items():
             if handler is not None:       # None: set outside Python, cannot be put back
                 signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """SIGTERM while a command plans and checks its sweep, before Ray starts (the run's
+    Interruption takes it over then): a KeyboardInterrupt, told in one line as Ctrl-C is (it
+    exited 143 without a word). SIGINT is left as it is: a background job ignores it. The
+    handler in place before comes back; off the main thread, nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -92,6 +92,22 @@ class QuietTrialFailures(logging.Filter):
                 logger.addFilter(cls())
 
 
+class StoredFolds:
+    """What the store holds of the sweep, as the last progress line counts it: the folds in
+    parts/ of each planned configuration (`planned`: trial key -> its folds), and of a sampled
+    search's draws (`each`: a draw's folds) by the keys their trials report. Tune's own count
+    can lag the store after a kill and a resume (its state was saved before the last parts were
+    written: "folds 25/30" beside 27 stored, issue 48)."""
+
+    def __init__(self, store: ResultStore, planned: dict, each: list):
+        self.store, self.planned, self.each = store, planned, each
+
+    def folds(self, keys) -> int:
+        stored = self.store.stored_folds()
+        return sum(len(stored.get(key, set()) & set(self.planned.get(key, self.each)))
+                   for key in {*self.planned, *keys})
+
+
 class ProgressLine(Callback):
     """One line at most every `every` seconds while results come in, one per failure, and one at
     the end. It counts configurations (a Tune trial trains a pack of them); `configurations` is
@@ -102,8 +118,9 @@ class ProgressLine(Callback):
 
     def __init__(self, name: str, total_folds: int, mode: str, configurations: int = 0,
                  objective: str = "", metric: str = "", every: float = 5.0,
-                 groups: dict | None = None):
+                 groups: dict | None = None, stored: StoredFolds | None = None):
         self.name, self.total_folds, self.mode, self.every = name, total_folds, mode, every
+        self.stored = stored            # the last line's folds: the store's (StoredFolds)
         self.configurations, self.objective, self.metric = configurations, objective, metric
         # trial key -> its configuration's id, for trials of one fold each (an image sweep's
         # splits): the best ranks configurations by their mean over all their splits.
@@ -121,6 +138,7 @@ class ProgressLine(Callback):
         # and its failures are told afresh.
         self.start = time.monotonic()
         self.computed, self.computing, self.evidence = 0, set(), False
+        self.folds_stored = None        # counted as the run ends (on_experiment_end)
         self.told: set = set()
         QuietTrialFailures.install()
 
@@ -140,6 +158,10 @@ class ProgressLine(Callback):
         self.print(trials, force=False)
 
     def on_experiment_end(self, trials, **info):
+        stored = getattr(self, "stored", None)      # unpickled from an older sweep's run: none
+        if stored is not None:
+            self.folds_stored = stored.folds(k for t in trials
+                                             for k in (t.last_result or {}).get("trial_keys", ()))
         self.print(trials)
 
     def on_trial_error(self, iteration, trials, trial, **info):
@@ -176,7 +198,8 @@ class ProgressLine(Callback):
 
     def line(self, trials) -> str:
         count = self._count(trials)
-        done = self._done(trials)
+        done = getattr(self, "folds_stored", None)
+        done = self._done(trials) if done is None else done
         elapsed = time.monotonic() - self.start
         # Folds read back from the store after a resume are instant: the rate counts computed
         # ones, and only once a configuration has finished here (before, the first folds carry
@@ -194,12 +217,15 @@ class ProgressLine(Callback):
                 + (f", ~{_clock(left)} left" if left is not None else ""))
 
     def _count(self, trials) -> dict:
-        """Configurations done (every fold), running, pending (their trial, or no trial yet),
-        stopped before their last fold (by ASHA, or an interruption) and failed."""
+        """Configurations done (every fold), running, pending (their trial, one an
+        interruption stopped before its first fold, or no trial yet), stopped before their
+        last fold (by ASHA, or an interruption) and failed."""
         count = dict.fromkeys(("done", "running", "pending", "stopped", "failed"), 0)
         for trial in trials:
             size = len(points_of(trial.config))
-            if trial.status in ("TERMINATED", "ERROR"):
+            if trial.status == "TERMINATED" and "folds_done" not in (trial.last_result or {}):
+                count["pending"] += size    # stopped before its first fold: not started
+            elif trial.status in ("TERMINATED", "ERROR"):
                 complete = _complete(trial, size)
                 count["done"] += complete
                 count["failed" if trial.status == "ERROR" else "stopped"] += size - complete

@@ -22,6 +22,7 @@ from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.environment import quiet_libraries
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.run.search import sampled_space
 
 
 STUDY_FILE = "optuna.db"
@@ -43,10 +44,11 @@ def study_url(store: ResultStore) -> str:
     return f"sqlite:///{study_file(store)}"
 
 
-def check_study(store: ResultStore, name: str, resume: bool) -> str:
-    """Before Ray starts: a new sweep must not inherit an old study, a resumed one needs its own.
-    Returns where the study is, for sweep.json (whose "study" also tells a sweep that kept its
-    study in a file from an older one, whose searcher Tune restores in memory)."""
+def check_study(store: ResultStore, name: str, resume: bool, axes: dict | None = None) -> str:
+    """Before Ray starts: a new sweep must not inherit an old study, a resumed one needs its own
+    (drawn over the sweep's `axes`, where given). Returns where the study is, for sweep.json
+    (whose "study" also tells a sweep that kept its study in a file from an older one, whose
+    searcher Tune restores in memory)."""
     path, old = study_file(store), store.read_spec() or {}
     if path.exists() and not resume:
         raise SbfnError(f"an Optuna study of an earlier sweep '{name}' is in {path}; delete that "
@@ -59,7 +61,37 @@ def check_study(store: ResultStore, name: str, resume: bool) -> str:
                         "back there, or pass --name for a new sweep")
     if resume and path.exists():
         check_readable(path, name)
+        if axes is not None:
+            check_same_space(path, name, axes)
     return str(path)
+
+
+def check_same_space(path: Path, name: str, axes: dict) -> None:
+    """A resumed study drawn over the sweep's own axes, as Tune's searcher draws them: another
+    sweep's study of the same name (copied in, or the name's sweep on other storage) was
+    accepted and its draws mixed into this one's TPE and its study (issue 48)."""
+    space = OptunaSearch.convert_search_space(sampled_space(axes, {}))
+    study = optuna.load_study(study_name=name, storage=f"sqlite:///{path}")
+    for trial in study.get_trials(deepcopy=False):
+        drawn = trial.distributions
+        other = next((k for k in {*drawn, *space} if drawn.get(k) != space.get(k)), None)
+        if drawn and other is not None:
+            raise SbfnError(f"--resume: the Optuna study in {path} was drawn over another space "
+                            f"than this sweep's axes ({other}: {_drawn(drawn.get(other))}, not "
+                            f"{_drawn(space.get(other))}): it is another sweep's study of the "
+                            f"name '{name}'. Put back this sweep's own, or pass --name for a new "
+                            "sweep")
+
+
+def _drawn(distribution) -> str:
+    """An Optuna distribution as an axis is written: [0.0, 0.35], loguniform(0.001, 0.1)."""
+    if distribution is None:
+        return "not drawn"
+    if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+        return str(list(distribution.choices))
+    kind = "randint" if isinstance(distribution, optuna.distributions.IntDistribution) \
+        else "uniform"
+    return f"{'log' if distribution.log else ''}{kind}({distribution.low}, {distribution.high})"
 
 
 def check_readable(path: Path, name: str) -> None:
