@@ -1,10 +1,13 @@
 """delta(epsilon), paper Eq. "equatruedelta"."""
 
+import numpy as np
 import pytest
 import torch
 
 from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
+from sbfn_dist.interfaces.estimators import SBFNRegressor
+from sbfn_dist.settings.config import TrialConfig
 
 
 def test_rows_sum_to_one_for_every_epsilon():
@@ -40,6 +43,10 @@ def test_delta_is_computed_per_sample():
 
 
 @pytest.mark.parametrize("eps", [-0.1, 1.5, float("nan")])
-def test_epsilon_outside_unit_interval_is_a_clear_error(eps):
+def test_epsilon_outside_unit_interval_is_refused_when_the_configuration_is_made(eps):
+    """Its range is checked once, where a configuration is made (the delta of every batch
+    takes it as given): a trial's and an estimator's alike."""
     with pytest.raises(ConfigError, match="epsilon.*\\[0, 1\\]"):
-        wta_weights(torch.rand(3, 2), eps)
+        TrialConfig.from_dict({"epsilon": eps})
+    with pytest.raises(ConfigError, match="epsilon.*\\[0, 1\\]"):
+        SBFNRegressor(epsilon=eps).fit(np.zeros((4, 2)), np.zeros(4))

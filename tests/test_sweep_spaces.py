@@ -102,7 +102,7 @@ def test_bad_values_are_refused_before_any_trial_runs():
     with pytest.raises(ConfigError, match="regression data set"):
         regression_sweep("mnist", "regression80")
     with pytest.raises(ConfigError, match="epsilon"):
-        plan(regression_sweep("diabetes", "demo", epsilons=[1.5]), SweepOptions(name="x"))
+        plan(regression_sweep("diabetes", "demo", axes={"epsilon": [1.5]}), SweepOptions(name="x"))
     with pytest.raises(ConfigError, match="unknown_field|known field"):
         plan(regression_sweep("diabetes", "demo"), SweepOptions(name="x", overrides={"unknown_field": 1}))
 

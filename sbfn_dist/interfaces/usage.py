@@ -110,6 +110,18 @@ class ListOf(argparse.Action):
         setattr(namespace, self.dest, (getattr(namespace, self.dest) or []) + parsed)
 
 
+def number_of(kind, what: str):
+    """A list item: one `kind` number; `what` names the values in errors. Its range is the
+    setting's, checked where the plan is made with every other value (one check, one text)."""
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"'{text}' is not one of the {what} (numbers, space-separated)"
+                             ) from None
+    return parse
+
+
 def bounded(kind, lo, hi, what: str):
     """A list item: one `kind` number within [lo, hi]; `what` names the values in errors."""
     def parse(text: str):

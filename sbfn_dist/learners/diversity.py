@@ -4,24 +4,18 @@ For a loss matrix of shape (N, M) -- sample i, member j -- the winner of sample 
 with the smallest loss) gets weight 1 - epsilon, every other member epsilon / (M - 1).
 Ties go to the lowest member index (torch.argmin's rule), so delta stays a deterministic
 function of the losses. With M = 1 the single member always gets weight 1.
+
+epsilon's range, [0, 1], is the setting's (sbfn_dist/settings/fields.py): a trial's and an
+estimator's configuration is checked once, when it is made, not on every batch here.
 """
 
 import torch
 from torch.nn import functional as F
 
-from sbfn_dist.errors import ConfigError
-
-
-def check_epsilon(epsilon: float) -> float:
-    eps = float(epsilon)
-    if not 0.0 <= eps <= 1.0:
-        raise ConfigError("epsilon", epsilon, "a number in [0, 1] (0 = pure winner-takes-all)")
-    return eps
-
 
 def wta_weights(losses: torch.Tensor, epsilon: float, member_dim: int = -1) -> torch.Tensor:
     """delta(epsilon) for per-sample member losses; rows (along member_dim) sum to 1."""
-    eps = check_epsilon(epsilon)
+    eps = float(epsilon)
     m = losses.shape[member_dim]
     if m == 1:
         return torch.ones_like(losses)
@@ -37,7 +31,7 @@ class SetWeights:
 
     def __init__(self, sizes, epsilons):
         self.sizes = tuple(int(m) for m in sizes)
-        self.epsilons = tuple(check_epsilon(e) for e in epsilons)
+        self.epsilons = tuple(float(e) for e in epsilons)
         self._tables: dict = {}
 
     def __call__(self, losses: torch.Tensor) -> torch.Tensor:
@@ -77,5 +71,5 @@ def as_weights(epsilon_or_weights):
     """A delta rule: an epsilon (one set of members) or a SetWeights (a pack of sets)."""
     if callable(epsilon_or_weights):
         return epsilon_or_weights
-    eps = check_epsilon(epsilon_or_weights)
+    eps = float(epsilon_or_weights)
     return lambda losses: wta_weights(losses, eps)

@@ -105,6 +105,7 @@ def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
         raise ConfigError(unknown[0], config[unknown[0]],
                           f"a known field{did_you_mean(unknown[0], TRIAL_FIELDS)}; the known "
                           f"fields, their defaults and where they apply: {LIST_FIELDS_COMMAND}")
+    _members_or_plugins(config)
     values: dict = {}
     ctx = Ctx(values)
     for f in (f for f in FIELDS if f.trial):
@@ -123,6 +124,22 @@ def resolve(config: dict, optional: frozenset = frozenset()) -> dict:
             catalog.lookup(value)          # an unknown data set lists the known ones
     _cross_checks(values)
     return values
+
+
+def _members_or_plugins(config: dict) -> None:
+    """M = 0 stands for the plug-ins alone: without plugin_members a trial of it would have no
+    hypothesis, and the fields after n_members would be refused as not applying (epsilon: the
+    trial 'trains no members'), which names the wrong setting."""
+    if config.get("n_members") != 0 or config.get("plugin_members") or "dataset" not in config \
+            or not config.get("combiners", True):
+        return
+    tabular = catalog.lookup(config["dataset"]).modality == "tabular"   # plug-ins' one home
+    _check_no_members({**config, "plugin_members": ()} if tabular else config)
+
+
+def _no_plugins() -> ConfigError:
+    return ConfigError("n_members", 0, "an integer >= 1, or 0 with plugin_members (the "
+                       "plug-ins are then the only hypotheses, e.g. plugin_members=ridge,knn)")
 
 
 def _what(ctx: Ctx) -> str:
@@ -187,8 +204,7 @@ def _check_no_members(v: dict) -> None:
         raise ConfigError("n_members", 0, "an integer >= 1: this trial takes no plug-ins "
                           f"(plugin_members applies to {BY_NAME['plugin_members'].where})")
     if not v["plugin_members"]:
-        raise ConfigError("n_members", 0, "an integer >= 1, or 0 with plugin_members (the "
-                          "plug-ins are then the only hypotheses, e.g. plugin_members=ridge,knn)")
+        raise _no_plugins()
     if v["task"] == "classification":
         alone = [c for c in v["combiners"] if c not in PLUGIN_HEADS]
         if alone:

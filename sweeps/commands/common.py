@@ -12,8 +12,8 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError, near_misses
-from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS
-from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, bounded
+from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS, Int, field
+from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, number_of
 from sweeps.engine.outcome import failed_trials
 from sweeps.engine.plan.grids import smoke
 from sweeps.engine.plan.options import add_flags, given
@@ -24,10 +24,27 @@ from sweeps.engine.run.interruption import sigterm_as_ctrl_c
 from sweeps.engine.sweep import run_sweep
 
 
-def axis_values(kind, lo, hi, what: str) -> dict:
-    """add_argument's keywords for a grid axis' flag (--members 2 5): numbers of `kind` in
-    [lo, hi]; a range (uniform(0, 1)) is refused naming where ranges go, not cut at a comma."""
-    return dict(action=ListOf, whole=refuse_range_flag, item=bounded(kind, lo, hi, what))
+# A command's flag that lists a grid axis' values -> the setting it lists: the flag's plural is
+# the setting's only other name (docs/sweeps.md). The setting's type, range and default are
+# declared once, in sbfn_dist/settings/fields.py.
+AXIS_FLAGS = {"members": "n_members", "epsilons": "epsilon", "ensembles": "ensemble"}
+
+
+def values_flag(setting: str, what: str) -> dict:
+    """add_argument's keywords for a flag that lists a numeric setting's values (--epsilons 0
+    0.5, --lambda2 0 5): numbers of the setting's kind, whose range the plan checks as it checks
+    a sweep file's; a range (uniform(0, 1)) is refused naming where ranges go, not cut at a
+    comma."""
+    check = field(setting).check
+    kind = int if isinstance(getattr(check, "inner", check), Int) else float
+    return dict(action=ListOf, whole=refuse_range_flag, item=number_of(kind, what))
+
+
+def given_axes(args, **converted) -> dict:
+    """The axes the command's flags list (AXIS_FLAGS), by their settings' names; `converted`:
+    a flag's values as the setting stores them (ensembles=...)."""
+    values = {flag: converted.get(flag, getattr(args, flag, None)) for flag in AXIS_FLAGS}
+    return {AXIS_FLAGS[flag]: v for flag, v in values.items() if v is not None}
 
 
 class SweepParser(argparse.ArgumentParser):
@@ -95,8 +112,8 @@ def command_line() -> str:
 
 
 # A command's flag -> what of the sweep it names, which --smoke keeps as given (grids.smoke).
-SMOKE_KEEPS = {"folds": "folds", "seeds": "seed", "splits": "fold", "members": "n_members",
-               "epsilons": "epsilon", "ensembles": "ensemble", "competitors": "competitors"}
+SMOKE_KEEPS = {"folds": "folds", "seeds": "seed", "splits": "fold", "competitors": "competitors",
+               **AXIS_FLAGS}
 
 
 def given_to_smoke(args) -> frozenset:

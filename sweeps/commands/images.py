@@ -19,7 +19,7 @@ from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (ARCHITECTURES, HETEROGENEOUS, HOMOGENEOUS, MEMBER_SEPARATOR,
                                        defaults)
-from sweeps.commands.common import axis_values, common_parser, options, run
+from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
 from sweeps.engine.plan.grids import image_sweep
 from sweeps.engine.plan.planning import SweepOptions
 
@@ -37,9 +37,9 @@ def parser_for(command: str):
     g = p.add_argument_group("the grid")
     if command == ANY:
         _data_flags(g)
-    g.add_argument("--epsilons", **axis_values(float, 0.0, 1.0, "ε values"),
+    g.add_argument("--epsilons", **values_flag("epsilon", "ε values"),
                    help="ε values (default: the grid's)")
-    g.add_argument("--members", **axis_values(int, 1, 100, "M values"),
+    g.add_argument("--members", **values_flag("n_members", "M values"),
                    help="M values (default: the grid's)")
     g.add_argument("--ensembles", action=ListOf, help=f"from {', '.join(KINDS)}, an "
                    f"architecture ({', '.join(ARCHITECTURES)}), your factory "
@@ -64,9 +64,8 @@ def build_for(command: str):
     def build(argv):
         args = parser_for(command).parse_args(argv)
         dataset = chosen_dataset(args) if command == ANY else command
-        spec = image_sweep(dataset, splits=args.splits, members=args.members,
-                           epsilons=args.epsilons, ensembles=ensemble_values(args.ensembles),
-                           search=args.search)
+        spec = image_sweep(dataset, splits=args.splits, search=args.search,
+                           axes=given_axes(args, ensembles=ensemble_values(args.ensembles)))
         return spec, args, with_image_size(args, options(args, catalog.short_name(dataset)))
     return build
 

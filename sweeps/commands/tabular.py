@@ -9,7 +9,7 @@ from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.commands.common import axis_values, common_parser, options, run
+from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
 from sweeps.engine.plan.grid_files import grid_names, named_grid
 from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
 
@@ -32,12 +32,12 @@ def parser(task: str, doc: str):
                    f"{_grids_folds(task, grids)})")
     g.add_argument("--seeds", type=int, help="repetitions with seeds 0..N-1 (default: the "
                    "grid's, else 1)")
-    g.add_argument("--members", **axis_values(int, 1, 1000, "M values"),
+    g.add_argument("--members", **values_flag("n_members", "M values"),
                    help="M values (default: the grid's)")
-    g.add_argument("--epsilons", **axis_values(float, 0.0, 1.0, "ε values"),
+    g.add_argument("--epsilons", **values_flag("epsilon", "ε values"),
                    help="ε values (default: the grid's)")
     for name in RIDE_ALONG[task]:
-        g.add_argument(f"--{name}", **axis_values(float, 0.0, 1e6, f"{name} values"),
+        g.add_argument(f"--{name}", **values_flag(name, f"{name} values"),
                        help="values every trial evaluates on its members (default: the grid's)")
     g.add_argument("--competitors", action=ListOf, help="models run on the same folds, by "
                    "name or import path (--list-fields: competitors), or none (default: the "
@@ -68,7 +68,7 @@ def command(task: str, doc: str):
         args = parser(task, doc).parse_args(argv)
         settings = {name: getattr(args, name) for name in RIDE_ALONG[task]}
         spec = tabular_sweep(task, args.dataset, args.grid, folds=args.folds, seeds=args.seeds,
-                             members=args.members, epsilons=args.epsilons,
+                             axes=given_axes(args),
                              competitors=competitor_list(args.competitors), **settings)
         return spec, args, options(args, f"{catalog.short_name(args.dataset)}-{args.grid}")
     return build, functools.partial(run, build)

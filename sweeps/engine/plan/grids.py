@@ -165,12 +165,13 @@ def tabular_sweep(task: str, dataset: str, grid: str, **options) -> SweepSpec:
 
 
 def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | None = None,
-               seeds: int | None = None, members=None, epsilons=None, competitors=None,
+               seeds: int | None = None, axes: dict | None = None, competitors=None,
                **settings) -> SweepSpec:
     """M × ε (× the other axes of the grid) + the M = 1 reference + one trial per competitor,
-    per seed. Each trial runs every fold and every combiner (with every value of the combiner
-    settings, `settings` or RIDE_ALONG: λ2 for regression) on the same hypotheses. `grid` is a
-    named one (tabular_sweep) or a sweep file's (sweeps/engine/plan/sweepfile.py), `label` its name."""
+    per seed; `axes` (setting -> values) replace or join the grid's (with_axes). Each trial
+    runs every fold and every combiner (with every value of the combiner settings, `settings`
+    or RIDE_ALONG: λ2 for regression) on the same hypotheses. `grid` is a named one
+    (tabular_sweep) or a sweep file's (sweeps/engine/plan/sweepfile.py), `label` its name."""
     _check_tabular(task, dataset, settings)
     folds = grid.folds if folds is None else folds
     seeds = grid.seeds if seeds is None else seeds
@@ -178,7 +179,7 @@ def grid_sweep(task: str, dataset: str, label: str, grid: Grid, *, folds: int | 
     base = {"dataset": dataset, "task": task, **_preset(task, dataset), **grid.preset,
             **({} if folds is None else {"folds": folds}),
             **{k: list(v) for k, v in {**RIDE_ALONG[task], **given}.items()}}
-    axes = with_axes(grid.axes, {"n_members": members, "epsilon": epsilons})
+    axes = with_axes(grid.axes, axes or {})
     for name in set(axes) & set(RIDE_ALONG[task]):     # it trained the members once per value
         raise ConfigError(name, axes[name], f"no axis: every trial fits each of its values on "
                           f"the members it trained once; list them under the sweep file's "
@@ -241,18 +242,16 @@ def _competitor_trial(name: str) -> dict:
 
 
 def image_sweep(dataset: str, grid: Grid | None = None, *, splits: int | None = None,
-                members=None, epsilons=None, ensembles=None, search: str | None = None
-                ) -> SweepSpec:
+                axes: dict | None = None, search: str | None = None) -> SweepSpec:
     """ε × M × ensemble kind, one trial per holdout split, every combiner in each trial. `grid`:
     the image grid (sweeps/grids/images/, sweepfile.IMAGE_GRID) unless given (a sweep file's,
-    started from it); the other options replace its values. `search`: the sweep's (--search),
+    started from it); `axes` (setting -> values) replace its axes' values. `search`: the sweep's (--search),
     which decides how many splits a configuration runs (split_count)."""
     _check_image(dataset)
     grid = image_grid() if grid is None else grid
     splits = split_count(splits, grid, search)
     base = {"dataset": dataset, "task": "classification", "folds": splits, **grid.preset}
-    axes = with_axes(grid.axes, {"ensemble": ensembles or None, "n_members": members or None,
-                                 "epsilon": epsilons})
+    axes = with_axes(grid.axes, axes or {})
     # The kinds of one (M, ε) run side by side: a sweep stopped early (or a GPU session's share
     # of one) has compared the mixed ensemble with the homogeneous ones wherever it got to.
     return SweepSpec(grid=catalog.short_name(dataset), dataset=dataset, base=base, axes=axes,
