@@ -92,7 +92,7 @@ def test_every_registered_column_is_documented():
 
 # The library's floor plan (docs/design.md): a room imports only rooms on lower floors or its
 # own; so no folder-level loop can form.
-FLOORS = {"errors": 0, "runtime": 0, "settings": 1, "data": 2, "learners": 3, "evaluation": 4,
+FLOORS = {"errors": 0, "runtime": 0, "results_dir": 0, "settings": 1, "data": 2, "learners": 3, "evaluation": 4,
           "combiners": 5, "folds": 6, "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
 
 
@@ -336,3 +336,12 @@ def test_no_test_imports_a_benchmark():
     offenders = {p.name: sorted(m for m in imported_modules(p) if m.split(".")[0] == "benchmarks")
                  for p in (ROOT / "tests").glob("*.py")}
     assert not {name: bad for name, bad in offenders.items() if bad}
+
+
+def test_the_engines_lower_floors_import_nothing_from_the_analysis():
+    """The code that writes results does not depend on the report that reads them: the
+    results directory's layout lies below both (sbfn_dist/results_dir.py)."""
+    lower = {m: sorted(i for i in imported if i.split(".")[0] == "analysis")
+             for m, imported in import_graph().items()
+             if m.startswith("sweeps.engine.") and m.split(".")[2] in ENGINE_FLOORS}
+    assert not {m: bad for m, bad in lower.items() if bad}

@@ -30,9 +30,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 # The directory's names, and whether its merge is current, as its reader (the report) has them
-from analysis.collect import (PART_NAME, PARTS_DIR, RESULTS_FILE,  # noqa: F401
-                              SWEEP_FILE as SPEC_FILE, ResultsError, merge_is_current,
-                              merged_parts_metadata, parse_json, read_parquet)
+from sbfn_dist.results_dir import (PART_NAME, PARTS_DIR, RESULTS_FILE,  # noqa: F401
+                                   SWEEP_FILE as SPEC_FILE, ResultsError, merge_is_current,
+                                   merged_parts_metadata, parse_json, read_parquet)
 from sbfn_dist.errors import SbfnError
 
 FULL = (errno.ENOSPC, errno.EDQUOT)     # no space left on the disk; the user's quota spent
@@ -128,7 +128,7 @@ class ResultStore:
 
     def consolidate(self) -> pd.DataFrame:
         """Rewrite results.parquet from every part, naming them in its metadata (a part written
-        later makes it stale: analysis.collect.merge_is_current); returns the table. It reads
+        later makes it stale: sbfn_dist.results_dir.merge_is_current); returns the table. It reads
         every part: the driver calls it once per run, never per trial (docs/sweeps.md)."""
         paths = self._part_paths()
         table = self._read_tables(paths)
