@@ -341,7 +341,8 @@ def setting_specs(sub: pd.DataFrame, task: str, searched: Searched, m_eps=None) 
                       f"{param_label(setting)} ({setting}), drawn from "
                       f"{searched.ranges.get(setting, 'many values')}. Star: the best "
                       f"configuration with every fold; band: the range of {param_label(setting)} "
-                      "among the best tenth of them; hollow: stopped early (fewer folds).",
+                      "among the best tenth of them (drawn from 11 configurations on: a tenth "
+                      "of fewer is one); hollow: stopped early (fewer folds).",
                       lambda s, p, c=setting: figures.score_against(
                           points, c, task, f"{param_label(c)} ({c})",
                           f"{metric} of {model_label(model)}", p, scale,
