@@ -89,7 +89,9 @@ class SweepResult:
         sweep's: every split, each split's trial its fold; sweeps.engine.results.ranking). Failed and
         diverged rows do not count, so a configuration missing a fold (stopped early by ASHA,
         interrupted, failed, diverged on one) is not ranked; nor are the M = 1 reference and
-        the competitors. None when no configuration qualifies."""
+        the competitors. One whose model did not beat the constant guess on a fold ranks below
+        every one that did (`uninformative` says it won for want of any). None when no
+        configuration qualifies."""
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
         means = best_means(self.frame, self.objective, TASKS[self.task].scores,
