@@ -21,7 +21,8 @@ import pyarrow.fs as pafs
 
 from sbfn_dist.results_dir import (PART_NAME, PARTS_DIR, RESULTS_FILE, SWEEP_FILE,  # noqa: F401
                                    ResultsError, merge_is_current, parse_json, read_parquet)
-from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
+from sbfn_dist.settings.records import (COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of,
+                                        prefix_of)
 
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",
@@ -81,6 +82,8 @@ class Searched:
 class Results:
     table: pd.DataFrame            # every row, whatever its status
     sweeps: list
+    # data set given as a path, by the name the report gives it -> where it was read (read_from)
+    read_from: dict = field(default_factory=dict)
 
     @property
     def searched(self) -> Searched:
@@ -317,9 +320,40 @@ def load_results(paths, relative_to: Path | None = None) -> Results:
         table, info = load_sweep(p, relative_to, source)
         tables.append(table)
         infos.append(info)
-    table = _apart_by_target(pd.concat(tables, ignore_index=True))
+    table = pd.concat(tables, ignore_index=True)
+    names = place_names(table["dataset"].dropna().unique())
+    table["dataset"] = table["dataset"].map(lambda d: names.get(d, d))
+    table = _apart_by_target(table)
     _check_one_precision(table)
-    return Results(table, infos)
+    return Results(table, infos, {name: read_from(path, relative_to)
+                                  for path, name in names.items()})
+
+
+def place_names(datasets) -> dict:
+    """Data sets given as paths (csv:, npz:, folder:) -> the name a report gives them: the
+    prefix and the file's or folder's name (folder:shapes), with as many folders above it as
+    tell two apart (folder:a/shapes, folder:b/shapes). A report named them by the machine's
+    absolute path, in headings and figure files (figures/accuracy_by_eps_folder_tmp_..._shapes.png)."""
+    paths = {d: Path(d[len(prefix_of(d)):]).parts for d in datasets if prefix_of(d)}
+    names, left = {}, dict(paths)
+    for depth in range(1, max(map(len, paths.values()), default=0) + 1):
+        tails = {d: prefix_of(d) + "/".join(parts[-depth:]) for d, parts in left.items()}
+        told = [d for d, tail in tails.items() if list(tails.values()).count(tail) == 1]
+        names.update({d: tails[d] for d in told})
+        left = {d: parts for d, parts in left.items() if d not in told}
+    return {**names, **{d: d for d in left}}      # two spellings of one place: as given
+
+
+def read_from(dataset: str, report_dir: Path | None) -> str:
+    """Where a data set given as a path was read, as a published report may say it: relative
+    to the report where both lie in one working tree (working_tree), else not at all (a
+    path of the machine that ran the sweep)."""
+    local = os.path.abspath(os.path.expanduser(dataset[len(prefix_of(dataset)):]))
+    report = os.path.abspath(report_dir if report_dir is not None else os.getcwd())
+    tree = working_tree(report)
+    if _under(local, tree) and _under(report, tree):
+        return os.path.relpath(local, report)
+    return ""
 
 
 def _apart_by_target(table: pd.DataFrame) -> pd.DataFrame:

@@ -91,9 +91,9 @@ def configurations(df: pd.DataFrame, metric: str, group=("dataset", "model"), ex
 
 def best_configuration(rows: pd.DataFrame, task: str) -> tuple[pd.Series, pd.DataFrame]:
     """One model's rows of one data set -> (its best configuration's `configurations` row, the
-    rows of that configuration). The tables' rule (the quartile table's 1st model: the best
-    mean over folds), among the configurations with the most folds: one stopped early (ASHA)
-    has a mean over fewer and is never chosen."""
+    rows of that configuration). The tables' rule (the quartile table's "best configuration's
+    mean": the best mean over folds), among the configurations with the most folds: one
+    stopped early (ASHA) has a mean over fewer and is never chosen."""
     conf = configurations(rows, TASKS[task].metric)
     conf = conf[conf["n_folds"] == conf["n_folds"].max()]
     best = conf.loc[best_index(conf["mean"], task)]

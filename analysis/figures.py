@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
+from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -18,7 +19,13 @@ from analysis.labels import (COLOUR_ORDER, ensemble_label, model_label,  # noqa:
 from analysis.tables import top_decile  # noqa: E402
 from sbfn_dist.settings.records import DIAGNOSTICS  # noqa: E402
 
-PALETTE = plt.get_cmap("tab20").colors
+# tab20's ten strong colours first, then their pale twins: in registry order the s-BFN forms and
+# the references come first (the pale blue of tab20's second entry drew sbfn_ls_linear, the
+# regression objective, as the faintest series of the (M, ε) figure; and sbfn, 21 mod 20).
+PALETTE = plt.get_cmap("tab20").colors[0::2] + plt.get_cmap("tab20").colors[1::2]
+# A reference line is one thin line across the axes: a pale colour there reads as a grid line.
+# Drawn no lighter than this relative luminance (tab20's strong colours: 0.3-0.7).
+LINE_LUMINANCE = 0.5
 LINESTYLES = ("-", "--", ":", "-.")
 STYLE = {"figure.dpi": 110, "savefig.dpi": 110, "font.size": 9, "axes.grid": True,
          "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
@@ -103,9 +110,16 @@ def reference_lines(ax, refs: pd.DataFrame | None, scale: float = 1.0) -> list:
     labels = []
     for ref in ([] if refs is None else refs.itertuples(index=False)):
         labels.append(REFERENCE_LEGEND[ref.kind].format(model_label(ref.model)))
-        ax.axhline(scale * ref.mean, color=colour(ref.model), ls=REFERENCE_STYLE[ref.kind],
-                   lw=1.2, label=labels[-1])
+        ax.axhline(scale * ref.mean, color=legible(colour(ref.model)),
+                   ls=REFERENCE_STYLE[ref.kind], lw=1.2, label=labels[-1])
     return labels
+
+
+def legible(rgb) -> tuple:
+    """The colour, darkened (its hue kept) to at most LINE_LUMINANCE."""
+    luminance = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
+    factor = min(1.0, LINE_LUMINANCE / luminance) if luminance else 1.0
+    return tuple(factor * c for c in rgb[:3])
 
 
 def score_against(points: pd.DataFrame, setting: str, task: str, xlabel: str, ylabel: str,
@@ -123,12 +137,7 @@ def score_against(points: pd.DataFrame, setting: str, task: str, xlabel: str, yl
     full, early = points[points["complete"]], points[~points["complete"]]
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6, 3.8))
-        low, high = top[setting].min(), top[setting].max()
-        region = f"best tenth: {param_label(setting)} in [{low:.3g}, {high:.3g}]"
-        if low < high:
-            ax.axvspan(low, high, color=colour(model), alpha=0.15, label=region)
-        else:
-            ax.axvline(low, color=colour(model), alpha=0.25, lw=6, label=region)
+        best_region(ax, top, setting, colour(model))
         ax.scatter(full[setting], scale * full["mean"], s=16, color=colour(model),
                    label=f"{model_label(model)}: one configuration each")
         if len(early):
@@ -137,11 +146,38 @@ def score_against(points: pd.DataFrame, setting: str, task: str, xlabel: str, yl
         ax.scatter([best[setting]], [scale * best["mean"]], s=140, marker="*", color="black",
                    zorder=3, label=f"best: {best[setting]:.4g} ({scale * best['mean']:.4g})")
         if log:
-            ax.set_xscale("log")
+            log_axis(ax.xaxis)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         _legend(ax, ncol=2)
         return _save(fig, path)
+
+
+# A region of one configuration is no region: 4 draws gave a "best tenth" of one value.
+REGION_MIN = 2
+
+
+def best_region(ax, top: pd.DataFrame, setting: str, rgb) -> None:
+    """The range of `setting` among the best tenth (`top`), shaded, where that tenth holds
+    REGION_MIN configurations or more (from 11 configurations on) and spans a range."""
+    low, high = top[setting].min(), top[setting].max()
+    if len(top) >= REGION_MIN and low < high:
+        ax.axvspan(low, high, color=rgb, alpha=0.15,
+                   label=f"best tenth: {param_label(setting)} in [{low:.3g}, {high:.3g}]")
+
+
+def log_axis(axis) -> None:
+    """A log x scale labelled at the powers of ten, or at 1, 3 (or 1, 2, 5) times them where
+    the axis spans two decades or less (one or less), each label a plain number: matplotlib's
+    own labels its minor ticks where the values span less than a decade or two, and those
+    overlapped (lr drawn from loguniform(1e-4, 1e-1), 4 draws)."""
+    axis.axes.set_xscale("log")
+    low, high = axis.axes.get_xlim()
+    decades = np.log10(high / low)
+    subs = (1.0,) if decades > 2 else (1.0, 3.0) if decades > 1 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def accuracy_by(ok: pd.DataFrame, by: str, xlabel: str, path: Path) -> Path:

@@ -3,7 +3,8 @@ self-contained report.html (figures embedded), tables/*.csv and figures/*.png. W
 sweeps (it says what is missing), on several sweeps at once, on local paths and on the URIs the
 sweeps' --storage takes. Definitions: docs/analysis.md.
 
-The report opens on its contents and the sweeps read; then each section (regression, image
+The report opens on its contents, each model at its best configuration (the answer the sweep's
+end table printed), the verdicts and the sweeps read; then each section (regression, image
 ensembles, tabular classification): per data set its figures, then the tables that compare the
 models; the long tables (pairs, per-(M, ε) intervals, configurations, status) close it under
 "Detailed tables". It is built in a temporary directory and copied into --out only once
@@ -57,19 +58,21 @@ def section_blocks(results: Results, test: PairedTest = PairedTest(),
 
 def table_blocks(results: Results, test: PairedTest = PairedTest()) -> list:
     """Every table of the report, without figures (what benchmarks/bench_report.py times)."""
-    return (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
-            + section_blocks(results, test) + sections.status_blocks(results))
+    return (sections.best_blocks(results) + sections.overview_blocks(results)
+            + sections.verdict_blocks(results, test) + section_blocks(results, test)
+            + sections.status_blocks(results))
 
 
 def document(results: Results, figdir: Path, test: PairedTest = PairedTest()) -> list:
-    """The whole report: title, contents, sweeps, the verdicts, the sections with their figures
-    and key tables, then the detailed tables under the name of the section each came from."""
+    """The whole report: title, contents, the best configurations (the sweep's own answer), the
+    verdicts, the sweeps read, the sections with their figures and key tables, then the
+    detailed tables under the name of the section each came from."""
     head = [Heading(TITLE, 1), Text(f"Sweeps: {', '.join(s.name for s in results.sweeps)}. "
                                     f"Generated {time.strftime('%Y-%m-%d %H:%M')} from "
                                     f"{len(results.table)} result rows."), Contents()]
     body, details, section = [], {}, ""
-    for b in (sections.overview_blocks(results) + sections.verdict_blocks(results, test)
-              + section_blocks(results, test, figdir)):
+    for b in (sections.best_blocks(results) + sections.verdict_blocks(results, test)
+              + sections.overview_blocks(results) + section_blocks(results, test, figdir)):
         if isinstance(b, Heading) and b.level == 2:
             section = b.text
         if isinstance(b, Table) and b.detail:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import calibration, figures, image_tables as it, paper_images, tables, verdict
+from analysis import best, calibration, figures, image_tables as it, paper_images, tables, verdict
 from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
@@ -32,11 +32,28 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", str(text)).strip("_").lower() or "x"
 
 
+def best_blocks(results) -> list:
+    """The report's first answer: per data set each model at its best configuration, best
+    first, as the sweep's end table printed it (best.py)."""
+    table = best.best_per_model(results.ok)
+    if table.empty:
+        return []
+    objectives = {dataset: tables.objective_model(sub, sub["task"].iloc[0],
+                                                  results.searched.objectives)
+                  for dataset, sub in results.ok.groupby("dataset")}
+    return [Heading("Best configurations"),
+            *[Text(line) for line in best.headline(table, objectives)],
+            Table("best_per_model", "Each model at its best configuration, best first", table,
+                  best.view(table), best.NOTES)]
+
+
 def overview_blocks(results) -> list:
     """The sweeps read, and what is missing from them."""
     blocks = [Heading("Sweeps"), Table("sweeps", "Sweeps read",
                                        tables.sweep_summary(results.sweeps),
                                        notes=tables.NOTES["sweeps"])]
+    if results.read_from:
+        blocks.append(Text(places_read(results.read_from)))
     for s in results.sweeps:
         if s.partial:
             blocks.append(Text(f"{s.partial}. Every statistic below uses only what is present."))
@@ -54,6 +71,16 @@ def overview_blocks(results) -> list:
                            "guess on the rows it was fitted on (uninformative; counted by model "
                            "under Detailed tables, 'Rows by status')."))
     return blocks
+
+
+def places_read(read_from: dict) -> str:
+    """Where the data sets given as paths were read, once (the report names them by their
+    folder's or file's name)."""
+    said = [f"{name} from {where} (relative to this report)" if where else
+            f"{name} outside this report's tree (on the machine that ran the sweep)"
+            for name, where in sorted(read_from.items())]
+    return (f"Data sets given as a path are named by their folder or file; read: "
+            f"{'; '.join(said)}.")
 
 
 def verdict_blocks(results, test: PairedTest) -> list:
@@ -104,7 +131,7 @@ def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame, searched: Searche
     q = tables.quartile_table(sub, not_ok, conf=conf)
     view = q[["label", "first_model", "std_dev", "q1", "q3", "n_configurations",
               "excluded_rows", "best_config"]].rename(columns={
-        "label": "model", "first_model": "1st model", "std_dev": "Std dev.", "q1": "1st Q",
+        "label": "model", "first_model": BEST_MEAN, "std_dev": "Std dev.", "q1": "1st Q",
         "q3": "3rd Q", "n_configurations": "configs", "excluded_rows": "excluded rows",
         "best_config": "best configuration"})
     blocks = [Table(f"quartiles_{slug(dataset)}", f"{dataset}: statistics of the test RMSE "
@@ -118,6 +145,11 @@ def regression_tables(sub: pd.DataFrame, not_ok: pd.DataFrame, searched: Searche
                             f"{REGRESSION_LEVEL:.0%} interval by (M, ε)", iv, None,
                             tables.m_eps_notes("regression", REGRESSION_LEVEL), detail=True))
     return blocks
+
+
+# The quartile table's first column, the paper's "1st model": the mean RMSE of the model's best
+# configuration (read as the rank of a model).
+BEST_MEAN = "best configuration's mean"
 
 
 def heterogeneous_blocks(ok: pd.DataFrame, test: PairedTest) -> list:
@@ -139,10 +171,15 @@ def ranking_blocks(ok: pd.DataFrame, task: str, test: PairedTest, scope: str = "
     if ranks.empty:
         return [Text(f"Ranking by {metric}{of}: skipped, fewer than two models share a fold.")]
     notes = tables.NOTES["ranking"] + paired_test_notes(test, pairs["n_pairs"])
-    return [Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
+    return [Text(RANKING_AVERAGES),
+            Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
             Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs,
                   notes=notes, detail=True)]
 
+
+RANKING_AVERAGES = ("The model ranking averages each model over all of its configurations on "
+                    "each split: how it does over its whole grid, not at its best configuration "
+                    "(that is 'Best configurations', at the top).")
 
 REFERENCE_LINES = ("Horizontal lines, where the sweep has them: each competitor's (dashed) and "
                    "the single network's (M = 1, dotted) mean over folds of its best "
@@ -304,7 +341,8 @@ def setting_specs(sub: pd.DataFrame, task: str, searched: Searched, m_eps=None) 
                       f"{param_label(setting)} ({setting}), drawn from "
                       f"{searched.ranges.get(setting, 'many values')}. Star: the best "
                       f"configuration with every fold; band: the range of {param_label(setting)} "
-                      "among the best tenth of them; hollow: stopped early (fewer folds).",
+                      "among the best tenth of them (drawn from 11 configurations on: a tenth "
+                      "of fewer is one); hollow: stopped early (fewer folds).",
                       lambda s, p, c=setting: figures.score_against(
                           points, c, task, f"{param_label(c)} ({c})",
                           f"{metric} of {model_label(model)}", p, scale,

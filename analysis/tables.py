@@ -22,8 +22,9 @@ NOTES = {
         "model's rows of the data set (listed in `config_columns`); folds, seeds, sizes and timings "
         "are not hyper-parameters.",
         "Per-configuration mean RMSE: each fold's test RMSE is averaged over seeds, then over folds.",
-        "1st model: the lowest per-configuration mean RMSE; Std dev.: the sample standard deviation "
-        "(ddof = 1) of that configuration's per-fold RMSE.",
+        "best configuration's mean (the paper's \"1st model\"): the lowest per-configuration mean "
+        "RMSE; Std dev.: the sample standard deviation (ddof = 1) of that configuration's "
+        "per-fold RMSE.",
         "Q1, Q3: first and third quartiles (linear interpolation, numpy's default) of the "
         "per-configuration mean RMSE over all configurations of the model.",
         "excluded rows: rows of this model with status diverged or failed; they are not averaged in.",
@@ -149,9 +150,9 @@ def interval_by_m_eps(ok: pd.DataFrame, task: str = "regression", level: float =
 
 def reference_scores(ok: pd.DataFrame, task: str) -> pd.DataFrame:
     """What an (M, ε) figure reads the ensembles against: per data set, the best configuration
-    (as the quartile table's 1st model) of every model that is no combiner of the task -- the
-    competitors -- and of the single network (M = 1): its mean metric over folds, kind
-    "competitor" or "single network"."""
+    (as the quartile table's "best configuration's mean") of every model that is no combiner of
+    the task -- the competitors -- and of the single network (M = 1): its mean metric over
+    folds, kind "competitor" or "single network"."""
     rows = ok[~ok["model"].isin(TASKS[task].allowed)]
     if rows.empty:
         return pd.DataFrame(columns=["dataset", "model", "kind", "mean", "config"])

@@ -22,7 +22,8 @@ NOTES = [
     "one the task's first combiner present) against each practitioners' combiner (ensemble "
     "selection, NNLS stacking, ridge or logistic stacking) and the best single hypothesis.",
     "Each model is read at its own best configuration by the tables' rule (the best mean over "
-    "folds, as the quartile table's 1st model), among its configurations with every fold. The "
+    "folds, the quartile table's \"best configuration's mean\"), among its configurations with "
+    "every fold. The "
     "s-BFN's λ2 is chosen by that rule too, on the test folds, while the anchors choose their "
     "settings inside their fit, on training rows: the verdict favours the model with more "
     "configurations. The setting an anchor or the best single hypothesis records as chosen in "

@@ -41,7 +41,8 @@ from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
 from sweeps.engine.plan.planning import Planned, SweepOptions, plan, result_store, settings_of
 from sweeps.engine.plan.sweep_keys import SweepFileError, load
 from sweeps.engine.results.ranking import (best_means, best_row as _best_row, by_configuration,
-                                           cv_means, planned_folds, ranked_rows, trials_of)
+                                           cv_means, learned_models, planned_folds, ranked_rows,
+                                           trials_of)
 from sweeps.engine.results.recorded import (ExportError, read_sweep, recorded_configs,
                                             tracking_store)
 from sweeps.engine.sweep import dry_run, run_sweep
@@ -59,6 +60,8 @@ class BestConfiguration:
     scores: dict                # the CV mean of each of the task's scores, at that setting
     folds: int
     config: dict = field(repr=False)    # its full config: run_trial(config) trains it again
+    # its model did not beat the constant guess on some fold (ranked last: ranking.learned_rows)
+    uninformative: bool = False
 
 
 @dataclass
@@ -86,7 +89,9 @@ class SweepResult:
         sweep's: every split, each split's trial its fold; sweeps.engine.results.ranking). Failed and
         diverged rows do not count, so a configuration missing a fold (stopped early by ASHA,
         interrupted, failed, diverged on one) is not ranked; nor are the M = 1 reference and
-        the competitors. None when no configuration qualifies."""
+        the competitors. One whose model did not beat the constant guess on a fold ranks below
+        every one that did (`uninformative` says it won for want of any). None when no
+        configuration qualifies."""
         metric = metric or metric_of(self.task)
         _check_score(metric, self.task)
         means = best_means(self.frame, self.objective, TASKS[self.task].scores,
@@ -159,9 +164,13 @@ class SweepResult:
         from sweeps.engine import export as engine
         chosen = self._chosen(config, metric)
         store = ResultStore(self.path)
-        return engine.export(engine.Finished(store, store.read_spec(), self.frame),
-                             self._on_fold(chosen, fold), chosen.model, chosen.model_params,
-                             out, fold, mlflow_uri or self.tracking_uri, mlflow)
+        exported = engine.export(engine.Finished(store, store.read_spec(), self.frame),
+                                 self._on_fold(chosen, fold), chosen.model, chosen.model_params,
+                                 out, fold, mlflow_uri or self.tracking_uri, mlflow)
+        if chosen.uninformative:     # the best of none that learned: its report says so
+            exported.uninformative = True
+            exported.learned_instead = learned_models(self.frame, chosen.model)
+        return exported
 
     def best_model(self, save_to=None, *, config: str | None = None, fold: int | None = None,
                    metric: str | None = None, mlflow: bool = True, mlflow_uri: str | None = None):
@@ -209,7 +218,7 @@ class SweepResult:
         return BestConfiguration(row["trial_id"], settings, row["model"],
                                  json.loads(row["model_params"] or "{}"), metric,
                                  float(row[metric]), scores, int(row["folds"]),
-                                 self.plan.config(point))
+                                 self.plan.config(point), bool(row.get("uninformative", False)))
 
 
 def _why_not(rows: pd.DataFrame) -> str:

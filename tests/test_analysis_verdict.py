@@ -200,9 +200,9 @@ def test_the_reliability_bins_are_summed_over_the_best_configuration_s_folds(tmp
 
 
 def test_the_report_opens_on_the_verdicts_and_shows_calibration(tmp_path):
-    """The verdict right after the sweeps table, in report.md, report.html and as CSV; ECE and
-    NLL beside accuracy; a reliability diagram for the data set; a data set without anchors
-    named in one line."""
+    """The verdict right after the best configurations (the sweep's own answer, issue 48), in
+    report.md, report.html and as CSV; ECE and NLL beside accuracy; a reliability diagram for
+    the data set; a data set without anchors named in one line."""
     rows = classification_table()
     older = rows[rows["model"].isin(["sbfn", "logit_mean"])].assign(dataset="wine",
                                                                      reliability=None)
@@ -213,7 +213,7 @@ def test_the_report_opens_on_the_verdicts_and_shows_calibration(tmp_path):
     out = write_report(home, tmp_path / "report")
     md = (out / "report.md").read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
-    assert sections[:3] == ["## Contents", "## Sweeps", "## Verdicts"]
+    assert sections[:4] == ["## Contents", "## Best configurations", "## Verdicts", "## Sweeps"]
     verdict = md.split("## Verdicts")[1].split("\n## ")[0]
     assert "| iris | accuracy | s-BFN | Stacking (logistic) |" in verdict
     assert "No verdict for wine: no rows of ensemble_selection, stack_nnls, stack_logistic, " \

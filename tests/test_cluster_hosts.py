@@ -204,7 +204,7 @@ class Lab:
         return [{"trial_id": r.data.tags.get("trial_id"), "role": r.data.tags.get("role"),
                  "status": r.info.status,
                  "steps": sorted(m.step for m in client.get_metric_history(
-                     r.info.run_id, next((k for k in r.data.metrics if k.startswith("fold/")),
+                     r.info.run_id, next((k for k in r.data.metrics if k.endswith("/by_fold")),
                                          "none")))}
                 for r in runs]
 

@@ -259,13 +259,14 @@ DOORS = {
     ("sweeps.engine.before_ray", "sweeps.engine.tell.study"),
     ("sweeps.engine.tune", "sweeps.engine.tell.study"),
     ("sweeps.engine.plan.grids", "sbfn_dist.data.image_files"),   # torch, for image data only
+    ("sweeps.engine.sweep", "sweeps.engine.run.estimate"),        # torch, an image dry run's probes
 }
 # What loads torch, Ray and Optuna on import (drawn from the module-level imports): every other
 # module of sweeps/ loads none of them, which the tabular driver and a dry run rely on.
 TORCH_ROOMS = {"sweeps.engine.run.trial", "sweeps.engine.results.refit",
                "sweeps.engine.tell.serving", "sweeps.engine.tell.mlflow_model",
                "sweeps.engine.export", "sweeps.commands.appendix", "sweeps.appendix",
-               "sweeps.export"}
+               "sweeps.export", "sweeps.engine.run.estimate"}
 RAY_ROOMS = {"sweeps.engine.run.trainable", "sweeps.engine.run.progress",
              "sweeps.engine.run.resources", "sweeps.engine.run.search",
              "sweeps.engine.tell.study", "sweeps.engine.tell.mlflow_logger", "sweeps.engine.tune"}

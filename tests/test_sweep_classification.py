@@ -1,11 +1,14 @@
 """A real tiny tabular classification sweep through Ray Tune and MLflow: every trial, fold and
 combiner once, competitors without member settings, and s-BFN models that learn something."""
 
+import json
 from collections import Counter
 from itertools import product
+from pathlib import Path
 
 import numpy as np
 import pytest
+from mlflow import MlflowClient
 from sklearn.datasets import load_wine
 from sklearn.model_selection import StratifiedKFold
 
@@ -75,13 +78,16 @@ def test_sbfn_heads_beat_the_majority_class_on_the_same_folds(sweep):
     assert (learned["accuracy"] >= floor).all(), learned[["trial_id", "fold", "model", "accuracy"]]
 
 
-def test_mlflow_logs_accuracy_and_only_the_settings_each_trial_holds(sweep):
+def test_mlflow_logs_accuracy_and_only_the_settings_each_trial_holds(sweep, tmp_path):
     _, runs = mlflow_runs(sweep.tracking_uri, "wine")
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+    client = MlflowClient(sweep.tracking_uri)
     for run in runs:
         role, params = run.data.tags["role"], set(run.data.params)
         assert run.data.tags["task"] == "classification"
         assert ("n_members" in params) == (role != "competitors")
-        assert ("temperature" in params) == (role == "ensemble")   # the s-BFN heads' setting
+        config = json.loads(Path(client.download_artifacts(run.info.run_id, "config.json",
+                                                           str(tmp_path))).read_text())
+        assert ("temperature" in config) == (role == "ensemble")   # the s-BFN heads' setting
         assert any(k.startswith("accuracy/") for k in run.data.metrics)
         assert not any(k.startswith("rmse") for k in run.data.metrics)

@@ -46,8 +46,11 @@ def test_the_tutorial_runs_as_written_and_writes_the_report(tmp_path):
     assert "Het. simple_cnn + mynets:build" in report and "Homo. mynets:build" in report
     exported, loaded = outputs[4], outputs[5]
     assert "kept from the sweep (no refit)" in exported and "trust_plugins=True" in exported
+    assert_the_held_out_accuracy_is_the_export_s_beside_the_majority_class(exported, loaded)
     predicted = re.search(r"predicted: (.*)", loaded).group(1).split()
+    labelled = re.search(r"labelled: (.*)", loaded).group(1).split()
     assert len(predicted) == 6 and set(predicted) <= {"discs", "squares", "stripes"}
+    assert sorted(labelled) == sorted(["discs", "squares", "stripes"] * 2)    # a mixed sample
     served = LOAD_FROM_MLFLOW.format(uri=re.search(r"models:/m-\w+", exported).group(0),
                                      images=work / "shapes")
     elsewhere = tmp_path / "elsewhere"
@@ -59,10 +62,33 @@ def test_the_tutorial_runs_as_written_and_writes_the_report(tmp_path):
     assert answer.stdout.split() == predicted
 
 
-# What `mlflow models serve` does with the logged model, in a folder that has no mynets.py.
+def assert_the_held_out_accuracy_is_the_export_s_beside_the_majority_class(exported: str,
+                                                                           loaded: str) -> None:
+    """The tutorial's accuracy on the held-out images is the one the export checked against the
+    record, and both set it beside answering the majority class (1/3: balanced classes). The
+    tutorial once printed six images, all discs, six of six right, of a model that answered
+    discs for 116 of 120."""
+    accuracy, majority = map(float, re.search(
+        r"held-out rows: accuracy ([\d.]+) .*; always answering the majority class: accuracy "
+        r"([\d.]+)",
+        exported).groups())
+    said = re.search(r"held-out accuracy ([\d.]+) on (\d+) images; always answering the "
+                     r"majority class: ([\d.]+)", loaded)
+    assert said, loaded
+    assert float(said.group(1)) == pytest.approx(accuracy, abs=5e-4)
+    assert float(said.group(3)) == pytest.approx(majority, abs=5e-4) == pytest.approx(1 / 3, abs=0.01)
+
+
+# What `mlflow models serve` does with the logged model, in a folder that has no mynets.py: the
+# tutorial's sample of the held-out images.
 LOAD_FROM_MLFLOW = """
 import mlflow
-from sbfn_dist.data.images import load_images
+import numpy as np
+from sbfn_dist.data.images import holdout_splits, load_images
 model = mlflow.pyfunc.load_model("{uri}")
-print(*model.predict(load_images("folder:{images}", image_size=16).x[:6])["label"])
+images = load_images("folder:{images}", image_size=16)
+held_out = holdout_splits(images, n_splits=1)[0].test
+labels = np.asarray(images.classes)[images.y[held_out]]
+sample = np.concatenate([np.flatnonzero(labels == c)[:2] for c in images.classes])
+print(*model.predict(images.x[held_out][sample])["label"])
 """

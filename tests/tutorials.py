@@ -19,13 +19,29 @@ def bash_blocks(text: str) -> list[str]:
     return BASH_BLOCK.findall(text)
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
 def tutorial_env(tmp_path: Path, **extra: str) -> dict:
     """A user's shell: the environment's python (and mlflow, uvicorn) first on PATH, their own
-    cache, no PYTHONPATH (a tutorial's own module is imported from the current folder)."""
+    cache, no PYTHONPATH (a tutorial's own module is imported from the current folder) beyond
+    the checkout under test (this_checkout)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["SBFN_CACHE_DIR"] = str(tmp_path / "cache")
-    return {**env, **extra}
+    return {**env, **this_checkout(), **extra}
+
+
+def this_checkout() -> dict:
+    """PYTHONPATH naming the checkout under test where the environment's installed sbfn-dist is
+    another checkout's (a git worktree tested with its main checkout's .venv): else the
+    commands would run the other checkout's code. Empty where it is this one's."""
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = subprocess.run([sys.executable, "-c", "import sbfn_dist; print(sbfn_dist.__file__)"],
+                               capture_output=True, text=True, cwd="/", env=plain).stdout.strip()
+    if installed and Path(installed).resolve().is_relative_to(CHECKOUT):
+        return {}
+    return {"PYTHONPATH": str(CHECKOUT)}
 
 
 def run_block(block: str, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:

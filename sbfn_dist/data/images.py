@@ -255,6 +255,12 @@ def default_n_test(data: ImageData) -> int:
     return max(share, _every_class(np.bincount(data.y, minlength=len(data.classes))))
 
 
+def smallest_part(data: ImageData) -> int:
+    """The fewest images a stratified part of `data` can hold with an image of every class
+    (_every_class): what a quick trial of it tests on (sweeps/engine/run/estimate.py)."""
+    return _every_class(np.bincount(data.y, minlength=len(data.classes)))
+
+
 def _every_class(counts: np.ndarray) -> int:
     """The smallest part whose stratified share holds every class (`counts`: images per class):
     the rarest class's share of it is a whole image. A default below it failed on a small set

@@ -130,8 +130,16 @@ def _uninformative(cfg: TrialConfig) -> str:
            if cfg.get("head_fallback") == "prior" and combiner in LEARNED_HEADS else
            "predicts no better than the class prior")
     return (f"SBFNClassifier's {combiner} combiner was right on no more of the rows it was "
-            f"fitted on than their majority class, and {now}: try more epochs or members, "
-            "or combiner='logit_mean'")
+            f"fitted on than their majority class, and {now}: {_what_to_try(combiner)}")
+
+
+def _what_to_try(combiner: str) -> str:
+    """The fix an UninformativeWarning suggests: the members' plain average where another
+    combiner failed; where that average itself did, the members learned nothing to combine."""
+    if combiner == "logit_mean":
+        return ("its members learned nothing it could average: try more epochs or members, "
+                "or another lr")
+    return "try more epochs or members, or combiner='logit_mean'"
 
 
 def _trial_config(s: dict, task: str) -> TrialConfig:

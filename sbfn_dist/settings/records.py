@@ -16,6 +16,7 @@ import platform
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
+from sbfn_dist.settings.catalog import prefix_of  # noqa: F401 (analysis)
 from sbfn_dist.settings.fields import (  # noqa: F401 (analysis)
     FIELDS, HETEROGENEOUS, MEMBER_SEPARATOR, Ctx)
 from sbfn_dist.settings.tasks import (  # noqa: F401 (analysis)

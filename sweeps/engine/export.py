@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -52,6 +52,8 @@ class Exported:
     note: str = ""           # why it was not logged to MLflow
     failed: bool = False     # logging was asked for and failed
     partial: str = ""        # what the sweep lacks, where it is partial (analysis' rule)
+    uninformative: bool = False     # the model beat the constant guess in no configuration
+    learned_instead: list = field(default_factory=list)    # the models that did, if any
 
 
 def export(finished: Finished, config: dict, model: str, model_params: dict, out,
@@ -128,7 +130,9 @@ def report(exported: Exported) -> list[str]:
         recorded = exported.recorded
         lines.append("  held-out rows: " + ", ".join(
             f"{k} {v:.6g}" + (f" (recorded {recorded[k]:.6g})" if k in recorded else "")
-            for k, v in made.scores.items()))
+            for k, v in made.scores.items()) + _against_majority(made))
+    if exported.uninformative:
+        lines.append(f"  {_uninformative_note(exported)}")
     code = saved.read_manifest(exported.path).get("code", [])
     trust = f", trust_plugins=True)   # its members: {', '.join(code)}" if code else ")"
     lines.append(f"  load it: from sbfn_dist.interfaces.estimators import {name}; "
@@ -138,6 +142,24 @@ def report(exported: Exported) -> list[str]:
     elif exported.note:
         lines.append(f"  {exported.note}")
     return lines
+
+
+def _against_majority(made: Refit) -> str:
+    """A classifier's held-out accuracy beside the constant guess's: 0.42 reads as learned
+    only against the 0.33 of always answering the majority class."""
+    if made.majority is None:
+        return ""
+    return f"; always answering the majority class: accuracy {made.majority:.6g}"
+
+
+def _uninformative_note(exported: Exported) -> str:
+    """Why the exported model is the best of models that learned nothing, and what to try."""
+    others = (f", or rank by a combiner that learned (--objective "
+              f"{' | '.join(exported.learned_instead)})" if exported.learned_instead else "")
+    return (f"note: {exported.model} beat the constant guess in no configuration (it was right "
+            "on no more of the rows it was fitted on than their majority class): this is the "
+            "best of them, and predicts little better than the class prior; train longer "
+            f"(--set epochs=N) or with more members{others}")
 
 
 def _how(made: Refit) -> str:

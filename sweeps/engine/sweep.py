@@ -23,7 +23,7 @@ from sweeps.engine.common.store import RESULTS_FILE, ResultStore
 from sweeps.engine.outcome import SweepOutcome, print_summary
 from sweeps.engine.plan.grids import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan_sweep, result_store,
-                                         shared, trial_packs, with_objective)
+                                         shared, trial_packs, trial_slots, with_objective)
 from sweeps.engine.plan.ranges import is_range, space_size
 from sweeps.engine.results.keep_best import keep_only
 from sweeps.engine.results.ranking import best_means, best_row, trials_of
@@ -54,10 +54,21 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
     with ray_environment(opts.verbose):
         check_before_ray(planned.configs, opts, spec.axes)
     print_plan(spec, opts, planned.configs, out)
+    if timed_on_this_cpu(planned.configs, opts):
+        from sweeps.engine.run.estimate import estimate_line  # torch: an image grid's probes
+        print(estimate_line(planned.configs, max(1, int(opts.cpus_per_trial)),
+                            trial_slots(opts)), file=out, flush=True)
     checked, skipped = dry_run_scope(opts)
     print(f"  checked, as the run checks them before Ray starts: {', '.join(checked)}; not "
           f"checked by a dry run: {'; '.join(skipped)}", file=out)
     return planned.configs
+
+
+def timed_on_this_cpu(configs: list[dict], opts: SweepOptions) -> bool:
+    """Whether a dry run measures the sweep's time (run/estimate.py): an image grid whose trials
+    train on this machine's CPU (no GPU share, no cluster, whose machines are others)."""
+    return (opts.search == "grid" and not opts.gpus_per_trial and not opts.address
+            and bool(configs) and all(c.get("ensemble") for c in configs))
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:

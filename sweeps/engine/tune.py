@@ -29,7 +29,8 @@ from sweeps.engine.run.resources import (check_trial_fits, connect, filling_slot
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
 from sweeps.engine.run.trainable import sweep_trainable
 from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
-from sweeps.engine.tell.tracking import open_experiment, refuse_another_sweeps_runs
+from sweeps.engine.tell.tracking import (compared_settings, open_experiment,
+                                         refuse_another_sweeps_runs)
 
 
 def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore,
@@ -214,7 +215,8 @@ def _callbacks(spec, opts, store, configs, resolve):
     tracking_uri = None
     if opts.mlflow:
         tracking_uri, artifacts = _tracking_store(opts, store)
-        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task}
+        sweep = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
+                 "compared": compared_settings(configs)}
         callbacks.append(MLflowSweepLogger(tracking_uri, sweep, resolve, store, artifacts,
                                            configuration_ids(configs)))
     return callbacks, progress, tracking_uri

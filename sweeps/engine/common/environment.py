@@ -24,7 +24,8 @@ trial's line. A variable the user set is never changed.
 Logs: the sweep prints its own progress and summary. Unless --verbose, the MLflow and Optuna
 loggers show warnings and errors only while it runs (their INFO lines -- "Creating initial
 MLflow database tables", "A new study created" -- say nothing a user acts on); their levels
-are restored afterwards.
+are restored afterwards. A Ray the sweep starts quiets Tune's INFO lines in its workers too
+(sweeps/engine/run/resources.py, QUIET_WORKERS), which Ray forwarded after the summary.
 """
 
 import contextlib

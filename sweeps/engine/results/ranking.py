@@ -16,9 +16,20 @@ from sweeps.engine.plan.planning import folds_of
 
 
 def best_row(means: pd.DataFrame, metric: str):
-    """The index of the best CV mean of `metric` (lowest error, highest accuracy or R^2)."""
+    """The index of the best CV mean of `metric` (lowest error, highest accuracy or R^2) among
+    the rows that learned something (learned_rows): an uninformative combiner wins only where
+    every one is."""
     sign = -1 if metric in HIGHER_IS_BETTER else 1
-    return (sign * means[metric]).idxmin()
+    return (sign * learned_rows(means)[metric]).idxmin()
+
+
+def learned_rows(means: pd.DataFrame) -> pd.DataFrame:
+    """The CV means (cv_means) of the settings that beat the constant guess on every fold, when
+    any did; else all of them. An uninformative classifier was right on no more of the rows it
+    was fitted on than their majority class: a 1-epoch head at near-uniform probabilities once
+    won the image tutorial's sweep by answering one class for 116 of 120 images."""
+    flagged = means["uninformative"] if "uninformative" in means else pd.Series(False, means.index)
+    return means[~flagged] if not flagged.all() else means
 
 
 def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
@@ -31,6 +42,15 @@ def ranked_rows(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
     if "role" in rows and (rows["role"] == "ensemble").any():
         rows = rows[rows["role"] == "ensemble"]
     return rows[rows["model"] == objective] if (rows["model"] == objective).any() else rows
+
+
+def learned_models(frame: pd.DataFrame, but: str) -> list:
+    """The ensembles' models other than `but` with an ok row that beat the constant guess (what
+    an export of an uninformative objective suggests ranking by instead)."""
+    if "uninformative" not in frame:
+        return []
+    rows = ranked_rows(frame, "")
+    return sorted(set(rows.loc[rows["uninformative"].eq(False), "model"]) - {but})
 
 
 def configuration_ids(configs: list) -> dict:
@@ -90,11 +110,15 @@ def with_every_fold(rows: pd.DataFrame, planned: dict) -> pd.DataFrame:
 
 def cv_means(rows: pd.DataFrame, scores: tuple, planned: dict) -> pd.DataFrame:
     """The mean of each score over the folds of each (configuration, model, setting) that has
-    every fold its configuration planned (trial_id -> folds); `folds`: how many."""
+    every fold its configuration planned (trial_id -> folds); `folds`: how many;
+    `uninformative`: whether it failed to beat the constant guess on any fold."""
     if not len(rows):
         return pd.DataFrame()
+    rows = rows.assign(uninformative=rows["uninformative"].eq(True)
+                       if "uninformative" in rows else False)
     grouped = rows.groupby(["trial_id", "model", "model_params"])
     means = grouped[[s for s in scores if s in rows]].mean()
     means["folds"] = grouped["fold"].nunique()
+    means["uninformative"] = grouped["uninformative"].any()
     means = means.reset_index()
     return means[means["folds"] == means["trial_id"].map(planned)]

@@ -46,6 +46,7 @@ class Refit:
     scores: dict = field(default_factory=dict)     # on the held-out rows, where there are some
     example: object = None       # a few training rows, for the MLflow model's input example
     how: str = "refitted"        # or "kept": the sweep's own fitted model (--keep-models best)
+    majority: float | None = None  # a classifier's: the held-out share of their commonest class
 
 
 def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
@@ -67,7 +68,8 @@ def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
         estimator.fit(_take(X, train), y[train])
     _with_data_names(estimator, X, data.classes)
     scores = _scores(estimator, _take(X, test), y[test], data.classes) if len(test) else {}
-    return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]), how)
+    return Refit(estimator, fold, len(train), what, scores, _take(X, train[:EXAMPLE_ROWS]), how,
+                 _majority(y[test], data.classes))
 
 
 def _members_rows(cfg: TrialConfig, model: str, data, train, seed: int, what: str):
@@ -187,6 +189,14 @@ def _inputs(data):
 
 def _take(X, rows):
     return X.iloc[rows] if isinstance(X, pd.DataFrame) else X[rows]
+
+
+def _majority(y, classes) -> float | None:
+    """The accuracy of always answering the commonest class of held-out labels `y` (class
+    codes); None for regression or without held-out rows."""
+    if classes is None or not len(y):
+        return None
+    return float(np.bincount(y).max() / len(y))
 
 
 def _scores(estimator, X, y, classes) -> dict:

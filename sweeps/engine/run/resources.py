@@ -23,6 +23,12 @@ class ResourceError(SbfnError):
     pass
 
 
+# Each worker of a Ray the sweep starts runs this first (Ray's worker_process_setup_hook): Tune's
+# INFO lines from trials ("Restored on 127.0.0.1 from checkpoint: ...", once per trial a --resume
+# continues) reached the terminal through Ray's log forwarding, after the sweep's summary.
+QUIET_WORKERS = {"worker_process_setup_hook": "sweeps.engine.run.trainable.quiet_trial_logs"}
+
+
 def connect(address: str | None, num_cpus: int | None, num_gpus: float,
             verbose: bool = False, mps: bool = False) -> tuple[str, str | None]:
     """Use a running Ray (already initialised here, or at --address), else start one on loopback.
@@ -43,8 +49,10 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
     # refuses num_cpus there.
     if mps:
         start_for_this_process()
+    # A cluster's job may carry a runtime_env of its own: there its workers' INFO lines stay.
+    quiet = {} if verbose else {"runtime_env": QUIET_WORKERS}
     started = ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
-                       include_dashboard=False, logging_level=level)
+                       include_dashboard=False, logging_level=level, **quiet)
     return ("a local Ray instance on 127.0.0.1" + (", its GPU shared under CUDA MPS" if mps
                                                    else ""), started.address_info["session_dir"])
 

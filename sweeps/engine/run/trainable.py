@@ -32,6 +32,17 @@ from sweeps.engine.plan.planning import Planned, folds_of
 from sweeps.engine.run.summaries import error_line, summarise_pack
 
 
+# Tune's logger in a trial's worker: its INFO lines say what the sweep's progress line says.
+TRIAL_LOGGER = "ray.tune.trainable.trainable"
+
+
+def quiet_trial_logs() -> None:
+    """Warnings and errors only from Tune's trainable logger in this worker (run at its start:
+    sweeps.engine.run.resources.QUIET_WORKERS), whose "Restored ... from checkpoint" after a
+    --resume was printed after the sweep's summary, and in colour into a file."""
+    logging.getLogger(TRIAL_LOGGER).setLevel(logging.WARNING)
+
+
 def _quiet_worker_exit(unraisable) -> None:
     """Ray ends a reused worker with SIGTERM, whose handler raises SystemExit wherever the worker
     is; inside a finaliser (a WeakSet's callback) Python cannot raise it and prints "Exception

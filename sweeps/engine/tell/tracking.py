@@ -4,8 +4,17 @@
                                   the UI opens on its runs table (not the GenAI overview)
       run <sweep>                 the parent (tag role = sweep): grid, data set, command, the
                                   shared settings; at the end each model's best CV mean
-        run <configuration key>   nested (mlflow.parentRunId): the configuration's params, its
-                                  metrics per fold as steps, its records as artifacts
+        run <configuration key>   nested (mlflow.parentRunId): as params the settings the
+                                  sweep's configurations differ in (compared_settings), as
+                                  metrics each model's CV mean <metric>/<model> (step: folds
+                                  done) and its folds' scores <metric>/<model>/by_fold (step:
+                                  the fold), its full config and records as artifacts
+
+Metric names: a configuration-level name is the first of the names holding it (the MLflow UI
+lists a run's metrics sorted, and offers the ones holding what was typed): every other name
+starts with it. `fold/rmse/sbfn_ls_linear` once came before `rmse/sbfn_ls_linear` in the
+Parallel coordinates chart's list, and 33 params and 73 metrics per run hid the few that a
+comparison of configurations reads ("Show more columns (99 total)").
 
 The Tune callback that feeds it is mlflow_logger.py (Ray's side). Why the driver (a Tune
 callback) and not the workers: workers then need no route to the
@@ -170,6 +179,22 @@ def flat_params(config: dict) -> dict:
     return out
 
 
+# The settings a run records as params and never compares by: its models (the metrics name
+# them) and bookkeeping.
+NOT_COMPARED = ("trial_id", "sweep", "extra", "combiners", "competitors")
+PER_FOLD = "by_fold"              # <metric>/<model>/by_fold: fold k's score at step k
+
+
+def compared_settings(configs: list[dict]) -> list:
+    """The settings whose values differ among the sweep's planned configurations that hold
+    them (their axes, a reference's lr, the seeds, a per-fold grid's fold; a competitor trial
+    holds no member setting): the params a comparison reads. A sampled sweep's are planned at
+    their ranges' bounds, so its drawn axes differ too."""
+    names = dict.fromkeys(k for c in configs for k in c if k not in NOT_COMPARED)
+    return [k for k in names if len({json.dumps(c[k], sort_keys=True, default=str)
+                                     for c in configs if k in c}) > 1]
+
+
 def numeric_metrics(values: dict, keep, stamp: int, step: int) -> list:
     from mlflow.entities import Metric
     return [Metric(k, float(v), stamp, step) for k, v in values.items()
@@ -257,9 +282,9 @@ class SweepTracker:
 
     def _logged_folds(self, run_id: str) -> set:
         """The folds a run found again holds (a resumed sweep's, or one relogged): the steps of
-        its per-fold scores, which each fold logs together."""
+        its per-fold scores, which each fold logs together (`fold/<metric>/...` before issue 48)."""
         scores = [k for k in self.client.get_run(run_id).data.metrics
-                  if k.startswith(f"fold/{self.metric}/")]
+                  if k.endswith(f"/{PER_FOLD}") or k.startswith(f"fold/{self.metric}/")]
         return {m.step for m in self.client.get_metric_history(run_id, scores[0])} \
             if scores else set()
 
@@ -267,8 +292,16 @@ class SweepTracker:
         tags = {**self.tags, "trial_id": config["trial_id"], "task": config["task"],
                 "role": config["extra"].get("role", ""), PARENT: self.parent_id}
         run = self.client.create_run(self.experiment_id, tags=tags, run_name=config["trial_id"])
-        self._log_params(run.info.run_id, flat_params(config))
+        self._log_params(run.info.run_id, flat_params(self._compared(config)))
+        self.client.log_text(run.info.run_id, json.dumps(config, indent=1, default=str),
+                             "config.json")
         return run.info.run_id
+
+    def _compared(self, config: dict) -> dict:
+        """The config's settings a comparison reads (the sweep's `compared`; all of them for a
+        sweep whose saved logging operations predate it: sweeps.relog)."""
+        names = self.sweep.get("compared")
+        return config if names is None else {k: config[k] for k in names if k in config}
 
     def _log_params(self, run_id: str, params: dict) -> None:
         from mlflow.entities import Param
@@ -278,10 +311,11 @@ class SweepTracker:
 
     # --- metrics ------------------------------------------------------------------------------
     def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
-        """Fold k's own scores as `fold/<metric>/...` at step k, and the running CV means
-        (sweeps.engine.run.summaries.summarise) at step = folds done: the runs table shows the means.
-        Once per fold: a trial run again (a lost node's, a resumed sweep's) reports the folds it
-        reads back from the store as well, and each would be a second point in the run's charts."""
+        """Each model's running CV mean at its best setting (sweeps.engine.run.summaries.summarise)
+        as `<metric>/<model>` at step = folds done, the value the runs table shows, and fold k's
+        own score of it as `<metric>/<model>/by_fold` at step k. Once per fold: a trial run again
+        (a lost node's, a resumed sweep's) reports the folds it reads back from the store as
+        well, and each would be a second point in the run's charts."""
         run = self.run_id(config)
         if int(fold) in self.logged[config["trial_id"]]:
             return
@@ -289,13 +323,19 @@ class SweepTracker:
                                   int(summary.get("folds_done", 0)))
         part = self.store.read_part(config["trial_id"], fold) or []
         scores = summarise(part, "") if part else {}
-        per_fold = numeric_metrics({f"fold/{k}": v for k, v in scores.items()},
-                                   lambda k: k.startswith(f"fold/{self.metric}/"), stamp, int(fold))
+        per_fold = numeric_metrics({f"{k}/{PER_FOLD}": v for k, v in scores.items()
+                                    if self._model_metric(k)}, lambda k: True, stamp, int(fold))
         self.client.log_batch(run, metrics=running + per_fold)
         self.logged[config["trial_id"]].add(int(fold))
 
     def _summary_metric(self, name: str) -> bool:
-        return name.startswith(f"{self.metric}/") or name in ("objective", "folds_done", "not_ok")
+        return self._model_metric(name) or name in ("folds_done", "not_ok")
+
+    def _model_metric(self, name: str) -> bool:
+        """A model's score at its best setting, `<metric>/<model>` (a setting's own,
+        `<metric>/<model>/<setting>`, stays in the records: a comparison of configurations
+        reads each model at its best)."""
+        return name.startswith(f"{self.metric}/") and name.count("/") == 1
 
     def _finish(self, config: dict, status: str) -> None:
         """Records as artifacts; a failed trial fails only the runs whose configuration misses
