@@ -67,7 +67,8 @@ def _said(row: pd.Series, task: str) -> str:
     metric = TASKS[task].metric
     value = f"{100 * row['mean']:.2f}%" if TASKS[task].higher_is_better else f"{row['mean']:.4g}"
     folds = int(row["n_folds"])
-    return (f"{row['model']} ({row['config']}) at {metric_label(metric)} {value} over {folds} "
+    config = row["config"] if str(row["config"]).startswith("(") else f"({row['config']})"
+    return (f"{row['model']} {config} at {metric_label(metric)} {value} over {folds} "
             f"fold{'s' if folds != 1 else ''}")
 
 
