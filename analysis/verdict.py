@@ -127,13 +127,21 @@ def verdict_lines(table: pd.DataFrame, test: PairedTest) -> list:
     lines = []
     for r in table.itertuples(index=False):
         where = f" on {r.dataset}" if several else ""
-        decided = (f"P(better) {r.p_right:.2f}" if test.bayesian else f"p (Holm) {r.p_holm:.2g}")
-        lines.append(f"verdict ({test.short} over {r.n_pairs} splits{where}, {r.metric}, "
-                     f"+ = s-BFN better): {r.sbfn} vs {r.against} {r.mean_difference:+.4g} "
-                     f"[{r.ci_low:+.4g}, {r.ci_high:+.4g}] {r.verdict} ({r.n_better} better / "
-                     f"{r.n_worse} worse{f' / {r.n_equal} equal' if r.n_equal else ''}; "
-                     f"{decided})")
+        lines.append(f"verdict ({test.short} over {r.n_pairs} split{'s' if r.n_pairs != 1 else ''}"
+                     f"{where}, {r.metric}, + = s-BFN better): {r.sbfn} vs {r.against} "
+                     f"{r.mean_difference:+.4g}{_tested(r, test)}")
     return lines
+
+
+def _tested(r, test: PairedTest) -> str:
+    """' [lo, hi] verdict (b better / w worse; p)', or ' no test (...)' where one split gives
+    the test no variance to work with (its interval and p are NaN, not numbers to print)."""
+    counts = f"{r.n_better} better / {r.n_worse} worse{f' / {r.n_equal} equal' if r.n_equal else ''}"
+    if r.verdict == "no test":
+        why = "one split" if r.n_pairs == 1 else "the differences do not vary"
+        return f" no test ({counts}; {why}: no spread to test against)"
+    decided = f"P(better) {r.p_right:.2f}" if test.bayesian else f"p (Holm) {r.p_holm:.2g}"
+    return f" [{r.ci_low:+.4g}, {r.ci_high:+.4g}] {r.verdict} ({counts}; {decided})"
 
 
 def missing_note(ok: pd.DataFrame, table: pd.DataFrame) -> str:

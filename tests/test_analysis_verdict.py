@@ -226,3 +226,15 @@ def test_the_report_opens_on_the_verdicts_and_shows_calibration(tmp_path):
     assert (sbfn["ece_pct"], sbfn["nll"]) == pytest.approx((10.0, 0.09), abs=1e-12)
     assert (out / "figures" / "reliability_iris.png").exists()
     assert "*Figure skipped — wine: reliability diagram:* no row has the reliability" in md
+
+
+def test_a_verdict_line_of_one_split_prints_no_nan():
+    """A published split evaluated once has no spread: the sweep's closing line says 'no test'
+    and why, not an interval and a p of NaN."""
+    row = dict(dataset="appliances", metric="rmse", sbfn="sbfn_rbf", against="stack_nnls",
+               mean_difference=0.057, ci_low=float("nan"), ci_high=float("nan"),
+               verdict="no test", n_better=1, n_worse=0, n_equal=0, n_pairs=1,
+               p_holm=float("nan"), p_right=float("nan"))
+    [line] = verdict_lines(pd.DataFrame([row]), PairedTest())
+    assert "nan" not in line and "no test (1 better / 0 worse; one split" in line
+    assert "over 1 split," in line
