@@ -136,3 +136,21 @@ def test_sigterm_while_a_sweep_is_planned_says_so_in_one_line(tmp_path):
     _, err = planning.communicate(timeout=60)
     assert planning.returncode == 130, err
     assert err.strip() == "interrupted: the sweep had not started; nothing was written"
+
+
+@pytest.mark.parametrize("value", ["0", "100000000000000000000"])
+def test_a_seed_count_beyond_the_seeds_range_is_refused_in_one_line(tmp_path, capsys, value):
+    """seeds: 10**20 in a sweep file ended in an OverflowError traceback while the grid was
+    made; --seeds 0 planned a sweep of no trial. Both are one line, the flag's and the file's
+    alike (issue 48)."""
+    from sweeps.__main__ import main as sweeps_main
+    from sweeps.regression import main as regression
+    with pytest.raises(SystemExit):
+        regression(["--dataset", "diabetes", "--grid", "demo", "--seeds", value, "--dry-run",
+                    "--no-mlflow", "--storage", str(tmp_path)])
+    assert "an integer in [1, 4294967296]" in capsys.readouterr().err
+    path = tmp_path / "s.yaml"
+    path.write_text(f"grid: demo\ndataset: diabetes\nseeds: {value}\n")
+    assert sweeps_main(["run", str(path), "--dry-run", "--storage", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "an integer in [1, 4294967296]" in err

@@ -11,6 +11,7 @@ from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
 from sweeps.engine.plan.grid_files import grid_names, named_grid
+from sweeps.engine.plan.options import SEEDS
 from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
 
 
@@ -30,7 +31,7 @@ def parser(task: str, doc: str):
     g.add_argument("--folds", type=int, help="k of the k-fold CV, stratified for classes "
                    f"(default: the grid's, else {defaults(task, 'tabular')['folds']}; "
                    f"{_grids_folds(task, grids)})")
-    g.add_argument("--seeds", type=int, help="repetitions with seeds 0..N-1 (default: the "
+    g.add_argument("--seeds", type=SEEDS.flag, help="repetitions with seeds 0..N-1 (default: the "
                    "grid's, else 1)")
     g.add_argument("--members", **values_flag("n_members", "M values"),
                    help="M values (default: the grid's)")

@@ -114,6 +114,9 @@ FLAG = Kind("true or false", _flag)
 INTEGER = Kind("an integer", _integer(), int)
 SEED = Kind(f"an integer in [0, {SEED_LIMIT})", _integer(0, SEED_LIMIT), int)
 COUNT = Kind("an integer >= 1", _integer(1), int)
+# A tabular grid's repetitions run seeds 0..N-1, each a SEED (numpy's range).
+SEEDS = Kind(f"an integer in [1, {SEED_LIMIT}] (its trials take seeds 0..N-1)",
+             _integer(1, SEED_LIMIT + 1), int)
 RETRIES = Kind("an integer >= 0 (0: no retry)", _integer(0), int)
 AMOUNT = Kind("a number >= 0", _number(0.0), float)
 POSITIVE = Kind("a number > 0", _number(0.0, open_=True), float)

@@ -14,7 +14,7 @@ from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS, field
 from sweeps.engine.common.yaml_text import not_text
 from sweeps.engine.plan import options as run_options
-from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, TEXT, Kind
+from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, SEEDS, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
                                        refuse_range_in_settings)
 
@@ -33,7 +33,7 @@ def _names(value) -> list:
 # sweeps/engine/plan/options.py's, under the top level or `resources` (docs/sweeps.md has the table).
 SPEC_KEYS = {
     "dataset": TEXT, "task": TEXT, "grid": TEXT, "axes": MAPPING, "preset": MAPPING,
-    "folds": INTEGER, "seeds": COUNT, "references": FLAG, "per_fold": FLAG,
+    "folds": INTEGER, "seeds": SEEDS, "references": FLAG, "per_fold": FLAG,
     "competitors": Kind("a list of model names ([] for none)", _names),
 }
 SWEEP_KEYS = {**SPEC_KEYS, **run_options.file_keys(""), "resources": MAPPING}
