@@ -466,3 +466,19 @@ def test_a_utf16_cluster_file_with_its_byte_order_mark_is_read(tmp_path):
     path.write_bytes((ROOT / "cluster-local.yaml").read_text().encode("utf-16"))
     summary, notes = checker.check(path)
     assert summary.startswith("provider local, head 192.0.2.10") and notes
+
+
+def test_connect_names_a_missing_key_once_in_its_own_words(tmp_path, capsys):
+    """The offline check refuses a missing key; with --connect the preflight asks it first,
+    among its findings (no machine asked), not the offline line that would stop before it
+    (make test-cluster's p4 met the offline line)."""
+    text = (ROOT / "cluster-local.yaml").read_text().replace("YOUR_USER", "lab") \
+        .replace("192.0.2.", "127.0.9.").replace("~/.ssh/id_ed25519", str(tmp_path / "gone"))
+    path = tmp_path / "lab.yaml"
+    path.write_text(text)
+    assert checker.main(["--connect", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("does not exist") == 1 and ": FAILED:" not in out
+    assert "no machine asked" in out
+    assert checker.main([str(path)]) == 1
+    assert ": FAILED: auth.ssh_private_key: the key" in capsys.readouterr().out

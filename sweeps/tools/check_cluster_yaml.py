@@ -129,14 +129,16 @@ def _check_worker_bounds(config: dict) -> None:
             )
 
 
-def project_checks(config: dict) -> None:
-    """Rules Ray's validation does not enforce but `ray up` or the autoscaler depend on."""
+def project_checks(config: dict, key: bool = True) -> None:
+    """Rules Ray's validation does not enforce but `ray up` or the autoscaler depend on; `key`:
+    the SSH key's file too (--connect asks it itself, first, among its own findings)."""
     provider = config.get("provider", {})
     if provider.get("type") == "aws":
         _check_aws_provider(provider)
     _check_worker_bounds(config)
     _check_ssh_user(config)
-    _check_key(config)
+    if key:
+        _check_key(config)
 
 
 def machine_checks(config: dict) -> None:
@@ -246,12 +248,13 @@ def _summary(prepared: dict) -> str:
     return f"provider {provider['type']}, head {head}, workers {workers}, max_workers {prepared['max_workers']}"
 
 
-def check(path: str | pathlib.Path) -> tuple[str, list[str]]:
-    """Validate one file: (summary, placeholder notes); raises ClusterConfigError."""
+def check(path: str | pathlib.Path, key: bool = True) -> tuple[str, list[str]]:
+    """Validate one file: (summary, placeholder notes); raises ClusterConfigError. `key`:
+    project_checks'."""
     config = load_config(path)
     machine_checks(config)
     prepared = ray_validate(config)
-    project_checks(config)
+    project_checks(config, key)
     return _summary(prepared), placeholders(config)
 
 
@@ -274,7 +277,7 @@ def _check_file(path: str, strict: bool, connect: bool) -> bool:
     """One file checked and its verdict printed; whether it passed."""
     import ray
     try:
-        summary, notes = check(path)
+        summary, notes = check(path, key=not connect)
     except ClusterConfigError as exc:
         print(f"{path}: FAILED: {exc}")
         return False
