@@ -52,7 +52,7 @@ from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.common.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.common.next_steps import console_script
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.common.tracking_uri import login, mask
+from sweeps.engine.common.tracking_uri import first_words, login, mask
 from sweeps.engine.plan.planning import folds_of
 from sweeps.engine.results.ranking import relabelled
 from sweeps.engine.run.summaries import summarise
@@ -164,7 +164,7 @@ def first_line(exc: Exception) -> str:
     reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
     if reason:
         return reason.group(1).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    return first_words(exc)[:300]
 
 
 def flat_params(config: dict) -> dict:
