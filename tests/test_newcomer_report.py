@@ -157,3 +157,20 @@ def test_two_sweeps_of_same_named_folders_are_reported_apart(folder_sweeps):
     out = write_report(homes, base / "both")
     best = pd.read_csv(out / "tables" / "best_per_model.csv")
     assert set(best["dataset"]) == {"folder:a/shapes", "folder:b/shapes"}
+
+
+def test_a_combiner_two_trials_computed_on_the_same_splits_counts_each_split_once():
+    """A head_calibration axis leaves ensemble selection as it is: both trials fit it on the
+    same members and splits. The end table counts its 6 splits (2 seeds x 3 folds), not 12 rows,
+    with the same mean and the spread over the 6 splits (duplicated rows would shrink it)."""
+    base = {"sweep": "cal", "dataset": "wine", "task": "classification", "status": "ok",
+            "role": "ensemble", "n_members": 5, "epsilon": 0.5, "model_params": "{}"}
+    scores = {(s, f): 0.9 + 0.01 * f + 0.003 * s for s in (0, 1) for f in range(3)}
+    rows = [{**base, "trial_id": f"cal{calibration}", "model": "ensemble_selection",
+             "seed": s, "fold": f, "accuracy": a}
+            for calibration in ("none", "temperature") for (s, f), a in scores.items()]
+    table = comparison_table(rows, "accuracy", ["model_params", "n_members", "epsilon"])
+    assert table.loc["ensemble_selection", "folds"] == len(scores)
+    values = np.array(list(scores.values()))
+    np.testing.assert_allclose(table.loc["ensemble_selection", "accuracy_mean"], values.mean())
+    np.testing.assert_allclose(table.loc["ensemble_selection", "accuracy_std"], values.std(ddof=1))

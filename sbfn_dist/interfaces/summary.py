@@ -1,8 +1,8 @@
 """A compact comparison of models from run_trial records (the demo's table).
 
-For each model and setting: mean and std of the test metric across folds; each model is then
-represented by its best setting (lowest mean), as in the paper's "1st model" column. The
-full analysis (quartiles, intervals, tests) lives in the analysis layer.
+For each model and setting: mean and std of the test metric across its splits (seed, fold);
+each model is then represented by its best setting (lowest mean), as in the paper's "1st model"
+column. The full analysis (quartiles, intervals, tests) lives in the analysis layer.
 """
 
 import pandas as pd
@@ -18,7 +18,7 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     # groupby drops NaN keys: a missing or empty setting is "{}", never a vanished row.
     df["model_params"] = df["model_params"].fillna("{}") if "model_params" in df else "{}"
     settings = list(settings)
-    ok = df[df["status"] == "ok"]
+    ok = per_split(df[df["status"] == "ok"], ["model", *settings], metric)
     per_setting = (ok.groupby(["model", *settings])[metric]
                    .agg(["mean", "std", "count"]).reset_index())
     per_setting["model_params"] = per_setting["model_params"].replace("{}", "")   # none: blank
@@ -39,3 +39,16 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     table.insert(0, "label", [model_label(m) for m in table.index])
     return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
                                  "count": "folds", "model_params": "best_setting"})
+
+
+SPLIT = ("seed", "fold")     # a split: a fold of one seed's splitting of the data
+
+
+def per_split(ok: pd.DataFrame, keys: list, metric: str) -> pd.DataFrame:
+    """One score per configuration and split: a configuration that more than one trial computed
+    on the same split (a combiner that a sweep's head_calibration axis does not change is fitted
+    in each of its trials, on the same members) counts that split once, its mean over them."""
+    split = [c for c in SPLIT if c in ok]
+    if not split or not len(ok):
+        return ok
+    return ok.groupby([*keys, *split], dropna=False)[metric].mean().reset_index()
