@@ -105,6 +105,27 @@ def test_a_folder_is_decoded_once_and_read_from_the_cache_until_a_file_changes(p
     assert len(decoded) == 2 * sum(COUNTS.values())       # a changed file: a new entry
 
 
+def test_a_file_rewritten_to_its_size_with_its_old_mtime_is_decoded_again(tmp_path):
+    """cp -p / rsync -t / touch -d give a rewritten file its old mtime; a BMP of the same
+    shape has the same size: only the ctime tells the cache the pixels changed."""
+    rng = np.random.default_rng(2)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for k in range(2):
+            Image.fromarray(pattern(k, rng, 8)).save(tmp_path / name / f"{k}.bmp")
+    fresh()
+    first = load_images(f"folder:{tmp_path}")
+    some = tmp_path / "a" / "0.bmp"
+    before = some.stat()
+    Image.fromarray(255 - np.asarray(Image.open(some))).save(some)
+    os.utime(some, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert some.stat().st_size == before.st_size and some.stat().st_mtime_ns == before.st_mtime_ns
+    fresh()
+    again = load_images(f"folder:{tmp_path}")
+    changed = again.x != first.x
+    assert changed.any() and changed.reshape(len(changed), -1).any(1).sum() == 1
+
+
 def test_gray_and_colour_images_in_one_folder_are_read_as_rgb(tmp_path):
     rng = np.random.default_rng(1)
     (tmp_path / "gray").mkdir()

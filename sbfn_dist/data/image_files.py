@@ -12,10 +12,16 @@
 
 The decoded folder is cached on disk, keyed by what it was made from:
 
-    <cache dir>/image_folders/<sha1 of the folder, image_size, every file's path, size, mtime>.npz
+    <cache dir>/image_folders/<sha1 of the folder, image_size, every file's path, size, mtime,
+                               ctime>.npz
         x (N, C, H, W) uint8, or float32 for images of more bits (the labels: the listing's)
 
-A file added, removed or rewritten changes the key, so a cache entry is never stale; a later run
+A file added, removed or rewritten changes the key, so a cache entry is never stale: the mtime
+alone would miss a file rewritten to the same size and given its old mtime back (`cp -p`,
+`rsync -t`, `touch -d`), but no tool sets the ctime, which the kernel sets at every write,
+rename or creation (a chmod or a copy of the folder elsewhere changes it too: one decode more,
+never a stale entry). This is the decode cache only: what a resume compares is the files'
+bytes (catalog.contents_stamp). A later run
 (or a sweep's trials, after the driver's planning decoded it) only lists the folder and reads
 one array. Entries are not deleted: remove the folder to reclaim the space.
 
@@ -214,8 +220,8 @@ def _read_folder(name: str, root: pathlib.Path, image_size: int | None):
 
 
 def _listing(root: pathlib.Path) -> tuple[list, tuple]:
-    """(relative path, class code, size, mtime) of every image, as ImageFolder finds them (its
-    class folders, its extensions, its order), each file once and under its own class
+    """(relative path, class code, size, mtime, ctime) of every image, as ImageFolder finds them
+    (its class folders, its extensions, its order), each file once and under its own class
     (_ClassWalk: the links it refuses)."""
     from torchvision.datasets import folder
     try:
@@ -235,7 +241,7 @@ def _listing(root: pathlib.Path) -> tuple[list, tuple]:
             for path in found:
                 stat = os.stat(path)
                 files.append((os.path.relpath(path, root), code, stat.st_size,
-                              stat.st_mtime_ns))
+                              stat.st_mtime_ns, stat.st_ctime_ns))
     except OSError as exc:      # a sub-folder or file it may not read (os.walk skipped them)
         raise _unlisted(root, exc) from None
     walk.check_links()
