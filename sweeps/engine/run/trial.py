@@ -96,7 +96,7 @@ def _share_compile_cache(store: ResultStore, configs: list[TrialConfig]) -> None
     caches live in the results directory (a shared file system on a cluster), so compilation
     is paid once per sweep, not once per worker. Storage that is not a file system (s3://)
     leaves torch's own per-machine cache; a trial that compiles nothing leaves the setting."""
-    compiles = any(resolve_compile(c.step_compile, resolve_device(c.device)) == "on"
-                   for c in configs if c.has("step_compile"))      # planned: trusted, as run
+    compiles = any(resolve_compile(c["step_compile"], resolve_device(c["device"])) == "on"
+                   for c in configs if "step_compile" in c)      # planned: trusted, as run
     if compiles and isinstance(store.fs, pafs.LocalFileSystem):
         share_compile_cache(f"{store.root}/{COMPILE_CACHE}")
