@@ -60,8 +60,9 @@ class Fold:
 
 
 def run_trial(config) -> list[dict]:
-    """One trial's records (a pack of one)."""
-    return _run_pack([resolved(config)])[0]
+    """One trial's records (a pack of one). `config`: a dict, checked here (TrialConfig.from_dict),
+    or a TrialConfig, checked where it was made (a sweep's plan) and trusted from here on."""
+    return _run_pack([resolved(TrialConfig.from_dict(config))])[0]
 
 
 def run_trials(configs, keep=None) -> list[list[dict]]:
@@ -72,7 +73,7 @@ def run_trials(configs, keep=None) -> list[list[dict]]:
     keep(cfg, fold, members, name, params, model), if given, sees every fitted combiner setting
     as it is scored: the one way a fold's trained state leaves the loop (a sweep's
     --keep-models)."""
-    cfgs = [resolved(c) for c in configs]
+    cfgs = [resolved(TrialConfig.from_dict(c)) for c in configs]    # dicts checked: run_trial
     groups: dict = {}
     for i, cfg in enumerate(cfgs):
         key = pack_key(cfg)

@@ -5,7 +5,7 @@ plans and checks before Ray starts, without torch (a tabular trial's; images loa
     make_parts(cfg, data)    its folds' (train, test) parts, each checked for what is fitted on it
     check_data(configs)      what run_trial would refuse about the data, found without training
     pack_key(cfg)            trials with one key train their members as one stack per fold
-    resolved(config)         the config with what "auto" chose on this machine
+    resolved(cfg)            the config with what "auto" chose on this machine
 
 The fold loop that trains on them is sbfn_dist.experiment.
 """
@@ -43,10 +43,10 @@ def pack_key(cfg: TrialConfig):
             tuple(getattr(mcfg, f) for f in PACK_SHARED))
 
 
-def resolved(config) -> TrialConfig:
-    """The config with what "auto" chose on this machine: records carry the device, precision,
-    step engine and compilation used, not "auto"."""
-    cfg = TrialConfig.from_dict(config)
+def resolved(cfg: TrialConfig) -> TrialConfig:
+    """The config (checked where it was made: trusted here) with what "auto" chose on this
+    machine: records carry the device, precision, step engine and compilation used, not
+    "auto"."""
     if not cfg.has("device"):
         return cfg
     from sbfn_dist.learners.steps import (resolve_compile, resolve_engine,   # torch: images
@@ -59,7 +59,7 @@ def resolved(config) -> TrialConfig:
         chosen["step_engine"] = resolve_engine(cfg.step_engine, device)
     if cfg.has("step_compile"):
         chosen["step_compile"] = resolve_compile(cfg.step_compile, device)
-    return TrialConfig({**cfg.to_dict(), **chosen})
+    return cfg.with_values(**chosen)
 
 
 # What load_data reads, by modality: two configs that agree on these load the same data.
@@ -109,11 +109,12 @@ def check_parts(cfg: TrialConfig, data, parts: list) -> None:
 
 
 def check_data(configs) -> None:
-    """What run_trial would refuse about the data of each config, found without training:
-    each data set loaded once, every trial's parts made and checked (a sweep's planning)."""
+    """What run_trial would refuse about the data of each config (a dict is checked first, as
+    run_trial checks it; a TrialConfig was), found without training: each data set loaded once,
+    every trial's parts made and checked (a sweep's planning)."""
     loaded: dict = {}
     for config in configs:
-        cfg = _checked_device(config)
+        cfg = _checked_device(TrialConfig.from_dict(config))
         key = tuple(cfg.get(f) for f in LOAD_FIELDS[cfg.modality])
         if key not in loaded:
             loaded[key] = load_data(cfg)
@@ -125,12 +126,11 @@ def check_data(configs) -> None:
                            cfg.device)
 
 
-def _checked_device(config) -> TrialConfig:
+def _checked_device(cfg: TrialConfig) -> TrialConfig:
     """The config, with its device settings resolved as run_trial would where that can refuse
     something here (a CUDA device or step on a machine without one). A tabular trial on "auto"
     or "cpu" cannot be refused, and is not resolved: the driver of a tabular sweep plans without
     loading torch (images load it anyway)."""
-    cfg = TrialConfig.from_dict(config)
     if cfg.modality == "image" or cfg.get("device") == "cuda":
-        return resolved(config)
+        return resolved(cfg)
     return cfg

@@ -28,6 +28,7 @@ import pandas as pd
 
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings import catalog
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.commands.tabular import DEFAULT_DATASET, DEFAULT_GRID
@@ -59,7 +60,8 @@ class BestConfiguration:
     score: float                # the CV mean of `metric` over its folds, at that setting
     scores: dict                # the CV mean of each of the task's scores, at that setting
     folds: int
-    config: dict = field(repr=False)    # its full config: run_trial(config) trains it again
+    config: TrialConfig = field(repr=False)   # its full config: run_trial(config) trains it
+                                              # again (to_dict(): as a plain dict)
     # its model did not beat the constant guess on some fold (ranked last: ranking.learned_rows)
     uninformative: bool = False
 
@@ -191,7 +193,7 @@ class SweepResult:
         return refit(self._on_fold(chosen, fold), chosen.model, chosen.model_params, fold,
                      ResultStore(self.path)).estimator
 
-    def _on_fold(self, chosen: BestConfiguration, fold: int | None) -> dict:
+    def _on_fold(self, chosen: BestConfiguration, fold: int | None) -> TrialConfig:
         """The config of the configuration's trial that ran `fold` (an image sweep's split K is
         a trial of its own), else its own config (the export refuses a fold it did not run)."""
         if fold is None or chosen.config.get("fold") in (None, fold):
@@ -231,7 +233,7 @@ def _why_not(rows: pd.DataFrame) -> str:
     return f"{row['status']}{where}: {str(row.get('error', ''))[:160]}"
 
 
-def _points(configs: list[dict]) -> list[dict]:
+def _points(configs: list[TrialConfig]) -> list[dict]:
     """Each configuration's point as a plan holds it: the settings that differ between the
     sweep's ensembles (its axes, as the records give them back) and the seed."""
     ensembles = [c for c in configs if c["extra"].get("role") == "ensemble"] or configs
@@ -294,11 +296,11 @@ class Sweep:
         (`classification/demo` where two folders hold the name; grid_files.grid_file)."""
         return cls.from_yaml(grid_file(name), **changes)
 
-    def trials(self) -> list[dict]:
+    def trials(self) -> list[TrialConfig]:
         """Every trial's full config (validated), in the order they are submitted."""
         return plan(self.spec, self.options)
 
-    def dry_run(self, out=None) -> list[dict]:
+    def dry_run(self, out=None) -> list[TrialConfig]:
         """Check what a run checks before Ray starts (the data, your networks), then print the
         trials, their packs and resources, as `--dry-run` does; run nothing."""
         return dry_run(self.spec, self.options, out)

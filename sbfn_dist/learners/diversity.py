@@ -30,6 +30,8 @@ class SetWeights:
     each set -- Eq. "equatruedelta" per set, so a set's delta is what it would be alone."""
 
     def __init__(self, sizes, epsilons):
+        # epsilons: the epsilon setting of each set, in the order of sizes (one value per set,
+        # not per member): the plural of the one setting, as a pack holds one of it per set.
         self.sizes = tuple(int(m) for m in sizes)
         self.epsilons = tuple(float(e) for e in epsilons)
         self._tables: dict = {}

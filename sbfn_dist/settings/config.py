@@ -8,9 +8,17 @@ What each field allows, its default and where it applies are declared once, in
 a step size of a combiner that does not run) is refused with an error naming it and where it does
 apply; reading it from the config raises the same error, so no code can use a setting the trial
 does not have. `to_dict()` holds only the fields that apply, so the records do too.
+
+A TrialConfig is checked once, where it is made (`from_dict`: a user's dict, a sweep's plan),
+and trusted after: `with_values` changes what its maker knows keeps it valid (a planned trial's
+fold, the device "auto" resolved to) without checking it again, and it pickles as its values
+(Ray's crossing to a worker) and comes back unchecked. Its fields read as attributes, or as a
+read-only mapping (`cfg["epsilon"]`, `{**cfg}`) where a table of them is read; `to_dict()` is
+the one way to a plain dict, for what writes one (JSON, MLflow's params).
 """
 
 import os
+from collections.abc import Mapping
 
 from sbfn_dist.errors import ConfigError, did_you_mean
 from sbfn_dist.settings import catalog
@@ -19,8 +27,9 @@ from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRI
 from sbfn_dist.settings.tasks import PLUGIN_HEADS, TASKS, Task
 
 
-class TrialConfig:
-    """Immutable: the resolved values of the fields that apply (fields.py), read as attributes."""
+class TrialConfig(Mapping):
+    """Immutable: the resolved values of the fields that apply (fields.py), read as attributes
+    (or as a read-only mapping). `TrialConfig(values)` trusts `values`: only from_dict checks."""
 
     def __init__(self, values: dict):
         object.__setattr__(self, "_values", dict(values))
@@ -35,6 +44,12 @@ class TrialConfig:
             return config
         return cls(resolve(config, frozenset(optional)))
 
+    @classmethod
+    def trusted(cls, config) -> "TrialConfig":
+        """`config` as a TrialConfig, not checked: itself, or the values of a config checked
+        before (a plain dict of one, as to_dict gave it to a reader or a test)."""
+        return config if isinstance(config, TrialConfig) else cls(config)
+
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
@@ -47,16 +62,34 @@ class TrialConfig:
         raise AttributeError(f"TrialConfig has no field {name!r}")
 
     def __setattr__(self, name, value):
-        raise AttributeError("TrialConfig is immutable: build a new one with from_dict")
+        raise AttributeError("TrialConfig is immutable: build a new one with from_dict, or "
+                             "with_values")
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, TrialConfig) and self._values == other._values
+    def __getitem__(self, name: str):
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
     def __repr__(self) -> str:
         return f"TrialConfig({self._values!r})"
 
-    def __reduce__(self):     # pickles as its values (Ray ships configs between processes)
+    def __reduce__(self):
+        # Its values, rebuilt unchecked: what crosses to a Ray worker inside a sweep's plan
+        # (sweeps/engine/plan/planning.py, Planned.__reduce__) comes back as it was planned.
         return TrialConfig, (self._values,)
+
+    def with_values(self, **values) -> "TrialConfig":
+        """This config with some of its fields set anew, trusted, not checked again: for values
+        its maker knows keep it valid (one of a planned trial's own folds, its key, what "auto"
+        resolved to). A field it does not hold is refused as reading it would be."""
+        for name in values:
+            if name not in self._values:
+                getattr(self, name)             # raises: it does not apply, or is unknown
+        return TrialConfig({**self._values, **values})
 
     def to_dict(self) -> dict:
         """Every field that applies, with its value; from_dict(to_dict()) gives the same config."""

@@ -16,7 +16,7 @@ from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
 
 
-def check_before_ray(configs: list[dict], opts: SweepOptions, axes: dict) -> dict:
+def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict) -> dict:
     """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
     validated (`axes`: the sweep's, which a resumed study was drawn over): a dry run makes
     these checks too (issue 32: it checked neither the data nor the networks, and listed trials
@@ -37,7 +37,7 @@ def check_before_ray(configs: list[dict], opts: SweepOptions, axes: dict) -> dic
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
     stamps = data_stamps(configs)
-    refuse_another_sweep(store, opts, [c["trial_id"] for c in configs], stamps)
+    refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps)
     if opts.search == "optuna":
         from sweeps.engine.tell.study import check_study
         check_study(store, opts.name, opts.resume, axes)
@@ -88,7 +88,7 @@ def _check_local_gpus(opts: SweepOptions) -> None:
                         "machine or cluster (--address)")
 
 
-def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
+def _check_gpu_settings(configs: list[TrialConfig], opts: SweepOptions) -> None:
     """A CUDA-graph step or the CUDA device needs a trial with a GPU: refused here, not in every
     trial (Ray hides the GPUs from a trial without a GPU share, on any machine)."""
     if opts.gpus_per_trial:
@@ -102,7 +102,7 @@ def _check_gpu_settings(configs: list[dict], opts: SweepOptions) -> None:
                           "a trial has a GPU) or cpu")
 
 
-def _check_data(configs: list[dict], opts: SweepOptions) -> None:
+def _check_data(configs: list[TrialConfig], opts: SweepOptions) -> None:
     """Load each data set once here and make every trial's parts: a missing file, or data too
     small for the folds, stops the sweep before Ray starts, not every trial in it. On a
     cluster this machine is one of its nodes (the head, under `ray exec`), whose trials read
@@ -116,21 +116,19 @@ def _check_data(configs: list[dict], opts: SweepOptions) -> None:
         raise on_the_cluster(exc, opts, "this machine") from None   # the library's own line
 
 
-def data_check_configs(configs: list[dict], opts: SweepOptions) -> list[TrialConfig]:
+def data_check_configs(configs: list[TrialConfig], opts: SweepOptions) -> list[TrialConfig]:
     """The configurations as a data check runs them: your networks on the device each trial
     will have (on_trial_device); on a cluster on the CPU, as any machine can (the GPUs, if any,
-    are the workers', and each trial checks its own)."""
-    # planned: trusted, not checked again
-    return [TrialConfig(_on_cpu(c) if opts.address else on_trial_device(c, opts))
-            for c in configs]
+    are the workers', and each trial checks its own). Planned: trusted, not checked again."""
+    return [_on_cpu(c) if opts.address else on_trial_device(c, opts) for c in configs]
 
 
 # A configuration's device choices as any machine can check them
 CPU_CHECK = {"device": "cpu", "precision": "auto", "step_engine": "auto", "step_compile": "auto"}
 
 
-def _on_cpu(config: dict) -> dict:
-    return {**config, **{k: v for k, v in CPU_CHECK.items() if k in config}}
+def _on_cpu(config: TrialConfig) -> TrialConfig:
+    return config.with_values(**{k: v for k, v in CPU_CHECK.items() if config.has(k)})
 
 
 def cluster_data_problem(configs: list[TrialConfig]) -> SbfnError | None:
@@ -155,12 +153,12 @@ def on_the_cluster(exc: SbfnError, opts: SweepOptions, machine: str) -> SbfnErro
                      "that directory (docs/cluster.md, \"A lab's machines, step by step\", step 9)")
 
 
-def on_trial_device(config: dict, opts: SweepOptions) -> dict:
+def on_trial_device(config: TrialConfig, opts: SweepOptions) -> TrialConfig:
     """The config with the device its trial resolves "auto" to, where this machine would
     resolve it otherwise: a trial without a GPU share runs on the CPU (Ray hides the GPUs from
     it), so its networks are checked there, not on a GPU the driver happens to see."""
     if not opts.gpus_per_trial and config.get("device") == "auto":
-        return {**config, "device": "cpu"}
+        return TrialConfig.trusted(config).with_values(device="cpu")
     return config
 
 
@@ -170,7 +168,7 @@ def _data_checked_here(opts: SweepOptions) -> bool:
     return not (opts.address or "").startswith("ray://")
 
 
-def data_stamps(configs: list[dict]) -> dict:
+def data_stamps(configs: list[TrialConfig]) -> dict:
     """{data set: contents_stamp} of the sweep's data sets given as paths (csv:, npz:,
     folder:), for sweep.json: a resume compares them."""
     names = dict.fromkeys(c["dataset"] for c in configs if catalog.prefix_of(c["dataset"]))
@@ -216,7 +214,7 @@ def _changed_search(old: dict, opts: SweepOptions) -> str:
 SAMPLERS = {"optuna": "Optuna", "random": "random"}
 
 
-def trial_count(opts: SweepOptions, configs: list[dict], trial_packs_: list) -> str:
+def trial_count(opts: SweepOptions, configs: list[TrialConfig], trial_packs_: list) -> str:
     if opts.search != "grid":
         # Only the grid axes are searched: the competitors and the M = 1 reference are grid trials.
         return (f"{opts.num_samples} {SAMPLERS[opts.search]} trials (no competitors or M = 1 "
@@ -244,16 +242,16 @@ def _drawn_axes(spec: SweepSpec) -> str:
                      for k, v in spec.axes.items())
 
 
-def _members_text(c: dict) -> str:
+def _members_text(c: TrialConfig) -> str:
     """A trial's hypotheses in a plan line: M and epsilon (and a reference's lr), or the
     plug-ins alone (n_members 0 trains no member: no epsilon)."""
-    if not c["n_members"]:
-        return f"M=0 plug-ins={','.join(c['plugin_members'])} "
-    return (f"M={c['n_members']} eps={axis_text(c['epsilon'])} "
-            + (f"lr={c['lr']:g} " if c["extra"].get("role") == "reference" else ""))
+    if not c.n_members:
+        return f"M=0 plug-ins={','.join(c.plugin_members)} "
+    return (f"M={c.n_members} eps={axis_text(c.epsilon)} "
+            + (f"lr={c.lr:g} " if c.extra.get("role") == "reference" else ""))
 
 
-def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) -> None:
+def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[TrialConfig], out) -> None:
     folds = sum(len(folds_of(c)) for c in configs)
     per_trial = f"{opts.cpus_per_trial:g} CPU" + (f" + {opts.gpus_per_trial:g} GPU"
                                                   if opts.gpus_per_trial else "") \
@@ -275,9 +273,9 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[dict], out) ->
         for n, pack in enumerate(trial_packs_):
             for i in pack:
                 c = configs[i]
-                role = c["extra"].get("role")
+                role = c.extra.get("role")
                 what = "" if role == "competitors" else _members_text(c)
-                print(f"    trial {n:>3}  {c['trial_id']:<42} folds {len(folds_of(c)):>2}  "
+                print(f"    trial {n:>3}  {c.trial_id:<42} folds {len(c.fold_indices()):>2}  "
                       f"{what}role={role}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
@@ -45,7 +46,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | N
         return _run(spec, opts, planned, out)
 
 
-def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
+def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[TrialConfig]:
     """--dry-run (and Sweep.dry_run): every check a run makes before Ray starts, then the plan
     and what was left unchecked (dry_run_scope); nothing is written. Returns the configs."""
     opts.validate()
@@ -64,7 +65,7 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[dict]:
     return planned.configs
 
 
-def timed_on_this_cpu(configs: list[dict], opts: SweepOptions) -> bool:
+def timed_on_this_cpu(configs: list[TrialConfig], opts: SweepOptions) -> bool:
     """Whether a dry run measures the sweep's time (run/estimate.py): an image grid whose trials
     train on this machine's CPU (no GPU share, no cluster, whose machines are others)."""
     return (opts.search == "grid" and not opts.gpus_per_trial and not opts.address
@@ -194,7 +195,7 @@ def _space_points(spec: SweepSpec, opts: SweepOptions) -> dict:
     return {"n_points": int(points)} if opts.search != "grid" and math.isfinite(points) else {}
 
 
-def expected(configs: list[dict], opts: SweepOptions) -> tuple[int, int]:
+def expected(configs: list[TrialConfig], opts: SweepOptions) -> tuple[int, int]:
     """(trials, folds) the sweep runs at most: a grid's configurations, or a sampled search's
     draws, each with the folds every configuration has (its configurations at the ranges'
     bounds, planned ahead, are no count of what it runs: 4 of them for 20 draws)."""

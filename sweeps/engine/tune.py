@@ -12,6 +12,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.records import metric_of
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import FULL, TUNE_DIR, ResultStore, StorageError
@@ -34,7 +35,7 @@ from sweeps.engine.tell.tracking import (compared_settings, open_experiment,
 
 
 def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore,
-                configs: list[dict]) -> str:
+                configs: list[TrialConfig]) -> str:
     """Ray started or joined (with an MPS daemon where trials share a GPU), then armed against
     signals, and a trial's resources, the results storage and (on a cluster) the data checked
     against the nodes."""
@@ -52,7 +53,7 @@ def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStor
     return where
 
 
-def _check_data_elsewhere(configs: list[dict], opts: SweepOptions) -> None:
+def _check_data_elsewhere(configs: list[TrialConfig], opts: SweepOptions) -> None:
     """The data checked on another of the cluster's machines, as before Ray here
     (before_ray.py): data of the head's disk alone fails every trial on the others, each
     retry, each with the same long error."""

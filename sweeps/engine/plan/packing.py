@@ -27,14 +27,14 @@ PACK_MODES = ("auto", "on", "off")
 PACK_MAX_PARAMETERS = 500_000
 
 
-def packs(configs: list[dict], mode: str, slots: int) -> list[list[int]]:
+def packs(configs: list[TrialConfig], mode: str, slots: int) -> list[list[int]]:
     """Indices of `configs` per Ray trial; "off": one configuration per trial; "on": image
     configurations pack as well."""
     if mode == "off":
         return [[i] for i in range(len(configs))]
     groups: dict = {}
     for i, config in enumerate(configs):
-        key = pack_key(TrialConfig(config))
+        key = pack_key(TrialConfig.trusted(config))
         if key is None or (key[0] == "image" and mode != "on"):
             key = ("alone", i)
         groups.setdefault(key, []).append(i)
@@ -44,7 +44,7 @@ def packs(configs: list[dict], mode: str, slots: int) -> list[list[int]]:
     return out
 
 
-def _deal(indices: list[int], configs: list[dict], slots: int) -> list[list[int]]:
+def _deal(indices: list[int], configs: list[TrialConfig], slots: int) -> list[list[int]]:
     """Split one packable group into balanced packs: enough to fill `slots`, and none above
     PACK_MAX_PARAMETERS (a single configuration above it is a pack of its own)."""
     weight = {i: member_weights(configs[i]) for i in indices}
@@ -57,7 +57,7 @@ def _deal(indices: list[int], configs: list[dict], slots: int) -> list[list[int]
     return [sorted(b) for b in bins]
 
 
-def member_weights(config: dict) -> int:
+def member_weights(config: TrialConfig) -> int:
     """The hidden-to-hidden weights of a configuration's members, M * kappa^2: most of a member
     stack's memory and time at the paper's widths (0: a competitor trains no members)."""
     return config.get("n_members", 0) * config.get("width", 0) ** 2

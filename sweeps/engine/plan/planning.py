@@ -6,12 +6,15 @@ the workers, the MLflow logger and the progress line read the plan.
               its trial_id: what Ray Tune shows as a trial's config --
               {"n_members": 5, "epsilon": 0.35, "seed": 0, "trial_id": "M5_eps0.35_s0_1a2b3c4d"}
               for a trial of one configuration, {"pack": [point, point, ...]} for a pack
-    configs   each configuration's full config (TrialConfig.to_dict() with its trial_id), which
-              the workers run as they are (a TrialConfig of them is trusted, not re-checked)
+    configs   each configuration's TrialConfig, its trial_id one of its fields (trial_config),
+              which the workers run as they are: typed and trusted from here to the trainer
 
-Workers get the plan once per process (`Planned` pickles as one blob that a worker unpacks once,
-however many trials it runs) and look their configurations up by trial_id; a Tune config without
-one (an Optuna sample, a trial of a sweep started before plans were shared) by its settings.
+Workers get the plan once per process (`Planned.__reduce__`: the one crossing of a Ray process
+boundary between the plan and the trial, a blob that a worker unpacks once, however many trials
+it runs; the TrialConfigs in it come back unchecked) and look their configurations up by
+trial_id; a Tune config without one (an Optuna sample, a trial of a sweep started before plans
+were shared) by its settings. Whatever needs a plain dict of a configuration (sweep.json,
+MLflow's params and config.json, the records) asks for it where it writes one: to_dict().
 
 A sweep with a range axis (uniform(0, 1), ...: sweeps/engine/plan/ranges.py) cannot list its
 configurations ahead: it plans those at the ranges' bounds (every value in between is then
@@ -135,14 +138,19 @@ def with_objective(spec: SweepSpec, opts: SweepOptions) -> SweepOptions:
 # ------------------------------------------------------------------ one configuration
 # Labels a trial override may carry that are not TrialConfig fields; they go to `extra`.
 LABELS = ("role",)
+# A trial_id's label: display-only shorthand of the settings a trial sets (eps for epsilon, M for
+# n_members), made here only. Each setting has one name from its flag to the trainer; these
+# short forms are no names of it, but they stay as they are: trial ids are --resume's keys and
+# a records column, and a changed label would key every finished trial anew.
 SHORT = {"n_members": "M", "epsilon": "eps", "seed": "s", "fold": "split", "ensemble": "",
          "width": "k", "lr": "lr", "init_scale": "chi", "lambda1": "l1", "role": ""}
 # Where a trial runs, not what it computes: kept out of its key.
 UNKEYED = ("trial_id", "data_dir", "device")
 
 
-def trial_config(override: dict, base: dict, sweep: str) -> dict:
-    """The full config of one trial (validated), with its stable key as trial_id.
+def trial_config(override: dict, base: dict, sweep: str) -> TrialConfig:
+    """The full config of one trial (validated: the one check of a sweep's configuration), its
+    stable key its trial_id.
 
     The sweep's shared settings (`base`) are dropped where they do not apply to this trial (a
     competitor trial trains no members); the trial's own settings must apply."""
@@ -150,7 +158,7 @@ def trial_config(override: dict, base: dict, sweep: str) -> dict:
     extra = {"role": "ensemble", **{k: override[k] for k in LABELS if k in override}}
     config = {**base, **fields, "sweep": sweep, "extra": {**base.get("extra", {}), **extra}}
     cfg = TrialConfig.from_dict(config, optional=set(base) - set(fields))
-    return {**cfg.to_dict(), "trial_id": trial_key(cfg, override)}
+    return cfg.with_values(trial_id=trial_key(cfg, override))
 
 
 def trial_key(cfg: TrialConfig, override: dict) -> str:
@@ -165,9 +173,10 @@ def trial_key(cfg: TrialConfig, override: dict) -> str:
     return f"{label}_{digest}" if label else digest
 
 
-def folds_of(config: dict) -> list:
-    """The folds a planned configuration runs (its config, from trial_config, is already valid)."""
-    return TrialConfig(config).fold_indices()
+def folds_of(config) -> list:
+    """The folds a configuration runs: a planned one's fold_indices(), or (a plain dict of one,
+    as a reader holds it) those of its values, trusted as they are."""
+    return TrialConfig.trusted(config).fold_indices()
 
 
 # ------------------------------------------------------------------ the sweep's plan
@@ -187,11 +196,12 @@ class Sampling:
 
 
 class Planned:
-    """Every configuration of a sweep: its point (Tune's config) and its full config, by
+    """Every configuration of a sweep: its point (Tune's config) and its TrialConfig, by
     trial_id. Planned ahead, except a sampled sweep's draws, which join as they arrive
     (`sampling`; None: every configuration is planned ahead)."""
 
-    def __init__(self, points: list[dict], configs: list[dict], sampling: Sampling | None = None):
+    def __init__(self, points: list[dict], configs: list[TrialConfig],
+                 sampling: Sampling | None = None):
         self.points, self.configs, self.sampling = points, configs, sampling
         self.token = uuid.uuid4().hex        # names this plan in a worker's cache (_unpacked)
         self._blob: bytes | None = None
@@ -204,16 +214,16 @@ class Planned:
         points = [self.points[i] for i in pack]
         return dict(points[0]) if len(points) == 1 else {"pack": points}
 
-    def configs_of(self, tune_config: dict) -> list[dict]:
+    def configs_of(self, tune_config: dict) -> list[TrialConfig]:
         """The planned configs of a Tune trial, as planned (nothing is validated here)."""
         return [self.config(point) for point in points_of(tune_config)]
 
-    def config(self, point: dict) -> dict:
+    def config(self, point: dict) -> TrialConfig:
         """The planned config of one point: by its trial_id, else (an Optuna sample, an older
         sweep's trial) by its settings; a sampled sweep's draw is planned now (`_draw`)."""
         with self._lock:
             if self._by_id is None:
-                self._by_id = {c["trial_id"]: c for c in self.configs}
+                self._by_id = {c.trial_id: c for c in self.configs}
                 self._by_point = {point_key(p): p["trial_id"] for p in self.points}
             key = point.get("trial_id") or self._by_point.get(point_key(point))
             if key in self._by_id:
@@ -223,13 +233,13 @@ class Planned:
                                 "resume a sweep with the arguments it was started with")
             return self._draw(point)
 
-    def _draw(self, point: dict) -> dict:
+    def _draw(self, point: dict) -> TrialConfig:
         """A draw of the sweep's ranges, planned as every configuration is (trial_config:
         validated, keyed by its exact values) and kept with the planned ones: points and
         configs then hold it for whoever ranks or logs it (SweepResult.best, MLflow)."""
         settings = self.sampling.settings(point)
         config = trial_config(settings, self.sampling.base, self.sampling.sweep)
-        key = config["trial_id"]
+        key = config.trial_id
         self.points.append({**settings, "trial_id": key})
         self.configs.append(config)
         self._by_id[key] = config
@@ -237,9 +247,11 @@ class Planned:
         return config
 
     def __reduce__(self):
-        # One blob: pickled once here, unpacked once per worker process (Tune hands every
-        # trial the plan from the object store, and reused workers run many trials). Draws
-        # made later are planned again by each process that meets them.
+        # The one crossing between the plan and a trial: one blob, pickled once here, unpacked
+        # once per worker process (Tune hands every trial the plan from the object store, and
+        # reused workers run many trials); its TrialConfigs come back as planned, unchecked
+        # (TrialConfig.__reduce__). Draws made later are planned again by each process that
+        # meets them.
         if self._blob is None:
             self._blob = pickle.dumps((self.points, self.configs, self.sampling),
                                       pickle.HIGHEST_PROTOCOL)
@@ -284,17 +296,18 @@ def shared(spec: SweepSpec, opts: SweepOptions) -> dict:
     return absolute_paths({**spec.base, **opts.overrides})
 
 
-def planned_trials(spec: SweepSpec, base: dict, sweep: str) -> tuple[list[dict], list[dict]]:
+def planned_trials(spec: SweepSpec, base: dict, sweep: str) -> tuple[list[dict],
+                                                                     list[TrialConfig]]:
     """(overrides, full configs) of every trial, in the grid's order."""
     trials = spec.trials(base)
     configs = [trial_config(t, base, sweep) for t in trials]
     if spec.per_fold:      # one trial per fold, known only once --set (e.g. split) applied
-        trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in folds_of(c)]
+        trials = [{**t, "fold": k} for t, c in zip(trials, configs) for k in c.fold_indices()]
         configs = [trial_config(t, base, sweep) for t in trials]
     return trials, configs
 
 
-def plan(spec: SweepSpec, opts: SweepOptions) -> list[dict]:
+def plan(spec: SweepSpec, opts: SweepOptions) -> list[TrialConfig]:
     """Every trial's full config, validated now (`plan_sweep`)."""
     return plan_sweep(spec, opts).configs
 
@@ -315,7 +328,7 @@ def plan_sweep(spec: SweepSpec, opts: SweepOptions) -> Planned:
     check_objective(opts.objective, spec.objective,
                     [configs[i] for i in distinct_trials(trials, base)])
     _refuse_unused(opts.overrides, trials, configs, spec.kind)
-    keys = [c["trial_id"] for c in configs]
+    keys = [c.trial_id for c in configs]
     if len(set(keys)) != len(keys):
         raise SbfnError(f"the grid repeats a trial: {_repetition(spec)}")
     sampling = Sampling(base, opts.name, (*spec.axes, *spec.repeat_axis)) \
@@ -425,11 +438,12 @@ def _note_a_large_grid(spec: SweepSpec, opts: SweepOptions) -> None:
           "points of the same axes", file=sys.stderr, flush=True)
 
 
-def _refuse_unused(overrides: dict, trials: list[dict], configs: list[dict], kind: str) -> None:
+def _refuse_unused(overrides: dict, trials: list[dict], configs: list[TrialConfig],
+                   kind: str) -> None:
     """A --set (or --data-dir) that no trial uses would change nothing, yet look as if it had:
     refuse it. A trial uses it where it applies and the trial sets no value of its own."""
     for key, value in overrides.items():
-        applies = [key not in t for t, c in zip(trials, configs) if key in c]
+        applies = [key not in t for t, c in zip(trials, configs) if c.has(key)]
         if any(applies):
             continue
         if applies:
@@ -462,7 +476,7 @@ def ray_of_this_process():
     return ray if ray is not None and ray.is_initialized() else None
 
 
-def trial_packs(opts: SweepOptions, configs: list[dict]) -> list[list[int]]:
+def trial_packs(opts: SweepOptions, configs: list[TrialConfig]) -> list[list[int]]:
     """The configurations of each Ray trial (sweeps.engine.plan.packing); Optuna samples one at a
     time."""
     return packs(configs, opts.pack if opts.search == "grid" else "off", trial_slots(opts))

@@ -58,7 +58,7 @@ def tracking_store(finished: Finished) -> str | None:
 
 
 # ------------------------------------------------------------------------- configs from records
-def recorded_configs(spec: dict, frame: pd.DataFrame) -> list[dict]:
+def recorded_configs(spec: dict, frame: pd.DataFrame) -> list[TrialConfig]:
     """Every configuration's full config (with its trial_id), rebuilt from its records and the
     sweep's shared settings; in the order sweep.json lists them."""
     by_id = dict(list(frame.groupby("trial_id", sort=False)))
@@ -69,10 +69,10 @@ def recorded_configs(spec: dict, frame: pd.DataFrame) -> list[dict]:
     configs = [recorded_config(spec, by_id[key], key) for key in keys if key in scored]
     # As planned where the key tells (an image split's or a per-fold trial's one fold: it
     # ranks by that fold alone); else as read, for check_recorded to refuse at an export.
-    return [_keyed(c, by_id[c["trial_id"]]) or c for c in configs]
+    return [_keyed(c, by_id[c.trial_id]) or c for c in configs]
 
 
-def recorded_config(spec: dict, rows: pd.DataFrame, trial_id: str) -> dict:
+def recorded_config(spec: dict, rows: pd.DataFrame, trial_id: str) -> TrialConfig:
     """One configuration's config: the settings its rows carry over the sweep's shared ones,
     its models, its role; validated as a config is (what does not apply is left out)."""
     base = spec.get("base", {})
@@ -85,7 +85,7 @@ def recorded_config(spec: dict, rows: pd.DataFrame, trial_id: str) -> dict:
     config = {**base, **values, "extra": extra, "sweep": spec["name"]}
     cfg = TrialConfig.from_dict({k: v for k, v in config.items() if v is not None},
                                 optional=set(config))
-    return {**cfg.to_dict(), "trial_id": trial_id}
+    return cfg.with_values(trial_id=trial_id)
 
 
 def _is_setting(column: str) -> bool:
@@ -137,7 +137,7 @@ def _named(rows: pd.DataFrame, family: str) -> list:
     return list(dict.fromkeys(rows.loc[rows["family"] == family, "model"]))
 
 
-def check_recorded(config: dict, rows: pd.DataFrame) -> dict:
+def check_recorded(config, rows: pd.DataFrame) -> TrialConfig:
     """The config as planned, found by the configuration's own key (the digest of every setting
     it changes, sweeps.engine.plan.planning.trial_key) among what its records may stand for."""
     found = _keyed(config, rows)
@@ -148,14 +148,14 @@ def check_recorded(config: dict, rows: pd.DataFrame) -> dict:
                       "faithfully; export another configuration (--config)")
 
 
-def _keyed(config: dict, rows: pd.DataFrame) -> dict | None:
+def _keyed(config, rows: pd.DataFrame) -> TrialConfig | None:
     """The reading of the records whose key is the configuration's own, or None."""
     digest = config["trial_id"].rsplit("_", 1)[-1]
-    return next((c for c in _readings(config, rows)
-                 if trial_key(TrialConfig(c), {}) == digest), None)
+    readings = (TrialConfig.trusted(c) for c in _readings(config, rows))
+    return next((c for c in readings if trial_key(c, {}) == digest), None)
 
 
-def _readings(config: dict, rows: pd.DataFrame):
+def _readings(config, rows: pd.DataFrame):
     """The configs the records may stand for: a per-fold trial's names its fold, and a whole
     number in a column of floats may have been planned as an integer (epsilon: [0, 0.35] in a
     sweep file), which the key's digest tells apart."""

@@ -49,11 +49,12 @@ class Refit:
     majority: float | None = None  # a classifier's: the held-out share of their commonest class
 
 
-def refit(config: dict, model: str, model_params: dict, fold: int | None = None,
+def refit(config, model: str, model_params: dict, fold: int | None = None,
           store: ResultStore | None = None) -> Refit:
     """The configuration's `model` at `model_params` on its rows: the model the sweep kept of
-    that fold, where `store` holds one, else refitted by the estimators."""
-    cfg = TrialConfig(config)
+    that fold, where `store` holds one, else refitted by the estimators. `config`: a planned or
+    recorded one (a TrialConfig, or its values as a dict), trusted."""
+    cfg = TrialConfig.trusted(config)
     _check_exportable(cfg, model)
     fold = _fold(cfg, fold)
     data = load_data(cfg)

@@ -50,17 +50,17 @@ def probes(configs: list[dict]) -> dict:
     return out
 
 
-def member_seconds(config: dict, threads: int) -> float:
+def member_seconds(config: TrialConfig, threads: int) -> float:
     """Seconds one member takes per training image and epoch: the members of a one-epoch trial
     of `config` on PROBE_IMAGES of its training images (fewer where it has fewer), tested on as
     few images as hold every class (CIFAR-10's 10,000 took minutes to evaluate), timed on
     `threads` threads as its trial would be."""
     images = min(PROBE_IMAGES, training_images(config))
     on_cpu = {"device": "cpu"} if "device" in config else {}     # as a trial without a GPU
-    tested = smallest_part(load_data(TrialConfig(config)))
+    tested = smallest_part(load_data(TrialConfig.trusted(config)))
     probe = TrialConfig.from_dict({**config, **on_cpu, "epochs": 1, "n_train": images,
                                    "n_test": tested, "fold": 0, "combiners": ["logit_mean"]},
-                                  optional=set(config)).to_dict()
+                                  optional=set(config))      # a new config: checked here
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -83,7 +83,7 @@ def training_images(config: dict) -> int:
     key = json.dumps({k: v for k, v in config.items() if k not in PER_TRIAL}, sort_keys=True,
                      default=str)
     if key not in _SIZES:
-        cfg = TrialConfig(config)
+        cfg = TrialConfig.trusted(config)
         _SIZES[key] = len(make_parts(cfg, load_data(cfg))[0].train)
     return _SIZES[key]
 

@@ -28,7 +28,7 @@ from ray import tune
 
 from sweeps.engine.common.collector import import_then_freeze
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.plan.planning import Planned, folds_of
+from sweeps.engine.plan.planning import Planned
 from sweeps.engine.run.summaries import error_line, summarise_pack
 
 
@@ -79,14 +79,14 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
     trial.prepared(store, configs, gpu_fraction, threads)
     keep = trial.keeper(store, keep_model)
     for config in configs:
-        store.clear_failed(config["trial_id"])
+        store.clear_failed(config.trial_id)
     done = _restored_folds()
-    records = {c["trial_id"]: [] for c in configs}
+    records = {c.trial_id: [] for c in configs}
     failed: dict = {}                           # trial key -> the exception it raised
-    folds = folds_of(configs[0])                # a pack's configurations share their folds
+    folds = configs[0].fold_indices()           # a pack's configurations share their folds
     # The folds each configuration has in the store: a trial rerun after a --resume reads them
     # back, and ASHA may stop it at a rung though its CV is whole (the progress line counts it).
-    on_record = {c["trial_id"]: {k for k in folds if store.has_part(c["trial_id"], k)}
+    on_record = {c.trial_id: {k for k in folds if store.has_part(c.trial_id, k)}
                  for c in configs}
     for fold in folds:
         parts, computed = _fold_parts(store, configs, fold, failed, trial.run_fold, keep)
@@ -104,16 +104,16 @@ def sweep_trainable(params: dict, *, plan: Planned, results_uri: str, objective:
         raise _failure(failed)
 
 
-def _fold_parts(store: ResultStore, configs: list[dict], fold, failed: dict, run_fold,
+def _fold_parts(store: ResultStore, configs: list, fold, failed: dict, run_fold,
                 keep=None) -> tuple[dict, bool]:
     """The records on `fold` of each configuration not in `failed` (trial key -> exception),
     read back from the store, else computed and written; one that raises joins `failed`.
     Also: whether any was computed."""
-    parts = {c["trial_id"]: store.read_part(c["trial_id"], fold) for c in configs
-             if c["trial_id"] not in failed}
-    todo = [c for c in configs if c["trial_id"] in parts and parts[c["trial_id"]] is None]
+    parts = {c.trial_id: store.read_part(c.trial_id, fold) for c in configs
+             if c.trial_id not in failed}
+    todo = [c for c in configs if c.trial_id in parts and parts[c.trial_id] is None]
     for config, part in zip(todo, run_fold(todo, fold, keep)):
-        key = config["trial_id"]
+        key = config.trial_id
         if isinstance(part, Exception):
             failed[key] = part
             del parts[key]

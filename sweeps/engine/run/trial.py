@@ -19,19 +19,20 @@ from sweeps.engine.common.store import ResultStore
 from sweeps.engine.run.kept import copy_directory, kept_dir
 
 
-def prepared(store: ResultStore, configs: list[dict], gpu_fraction: float, threads: int) -> None:
+def prepared(store: ResultStore, configs: list[TrialConfig], gpu_fraction: float,
+             threads: int) -> None:
     """The worker set up for the trial's configurations: its threads and GPU share, and the
     compilation caches of the stacks it compiles."""
     _limit_device(gpu_fraction, threads)
     _share_compile_cache(store, configs)
 
 
-def run_fold(configs: list[dict], fold, keep=None) -> list:
+def run_fold(configs: list[TrialConfig], fold, keep=None) -> list:
     """Each configuration's records on `fold`, or the exception it raised: the pack trains
     together, and if that raises, each configuration alone (only then is it known which)."""
-    # Planned configurations, validated in the driver: trusted here (TrialConfig, not from_dict),
-    # and one of their own folds keeps them valid.
-    runs = [TrialConfig({**c, "fold": fold}) for c in configs]
+    # Planned configurations, validated in the driver: trusted here, and one of their own
+    # folds keeps them valid (with_values checks nothing again).
+    runs = [c.with_values(fold=fold) for c in configs]
     try:
         return run_trials(runs, keep)
     except Exception as exc:  # noqa: BLE001 - a configuration's own error, recorded below
@@ -90,7 +91,7 @@ def _limit_device(gpu_fraction: float, threads: int) -> None:
 COMPILE_CACHE = "compile_cache"
 
 
-def _share_compile_cache(store: ResultStore, configs: list[dict]) -> None:
+def _share_compile_cache(store: ResultStore, configs: list[TrialConfig]) -> None:
     """A stack compiled by one trial is read back by every later process that trains it: the
     caches live in the results directory (a shared file system on a cluster), so compilation
     is paid once per sweep, not once per worker. Storage that is not a file system (s3://)

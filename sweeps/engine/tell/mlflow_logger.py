@@ -76,11 +76,12 @@ class MLflowSweepLogger(Callback):
 
     # --- the logging thread -----------------------------------------------------------------------
     def _per_config(self, trial, make):
-        """Operations for each configuration of the trial's pack, made in the thread."""
+        """Operations for each configuration of the trial's pack, made in the thread; each
+        holds its config as a plain dict (to_dict): an operation is JSON, saved where it fails."""
         params = trial.config
 
         def ops():
-            return [op for op in map(make, self.resolve(params)) if op]
+            return [op for op in map(make, (c.to_dict() for c in self.resolve(params))) if op]
         return ops
 
     def _submit(self, ops) -> None:

@@ -185,7 +185,7 @@ NOT_COMPARED = ("trial_id", "sweep", "extra", "combiners", "competitors")
 PER_FOLD = "by_fold"              # <metric>/<model>/by_fold: fold k's score at step k
 
 
-def compared_settings(configs: list[dict]) -> list:
+def compared_settings(configs: list) -> list:
     """The settings whose values differ among the sweep's planned configurations that hold
     them (their axes, a reference's lr, the seeds, a per-fold grid's fold; a competitor trial
     holds no member setting): the params a comparison reads. A sampled sweep's are planned at
