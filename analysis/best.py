@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations
 from analysis.labels import metric_label, model_label
-from sbfn_dist.settings.records import TASKS
+from sbfn_dist.records import TASKS
 
 NOTES = [
     "Each model at its best configuration (the hyper-parameters that vary among its rows of the "

@@ -13,7 +13,7 @@ from analysis.labels import model_label
 from analysis.resampling import design
 from analysis.stats import PairedTest, decide, difference_interval, paired_test, same, test_cells
 from analysis.tables import objective_model
-from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, TASKS
+from sbfn_dist.records import ANCHORS, BEST_SINGLE, TASKS
 
 LEVEL = 0.95
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
-from sbfn_dist.settings import catalog
-from sbfn_dist.settings.records import metric_of
+from sbfn_dist.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.commands.tabular import DEFAULT_DATASET, DEFAULT_GRID
 from sweeps.engine.common.store import ResultStore

@@ -638,7 +638,7 @@ def test_a_resume_on_data_whose_contents_changed_is_refused_before_ray(tmp_path,
     """A CSV edited between an interrupted run and its --resume: the resume mixed folds of the
     two contents (RMSE 57 and 5,400 in one configuration), and the table ranked the mixture.
     sweep.json records each path data set's contents_stamp; the resume compares them."""
-    from sbfn_dist.settings.catalog import contents_stamp
+    from sbfn_dist.catalog import contents_stamp
     from sweeps import regression as regression_module
     from sweeps.engine.common.store import ResultStore
     from sweeps.engine.plan.planning import plan_sweep

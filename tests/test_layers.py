@@ -44,7 +44,7 @@ def test_the_library_imports_no_upper_layer_and_no_service():
 
 
 def test_the_records_schema_loads_without_torch_or_scikit_learn():
-    code = ("import sys, sbfn_dist.settings.records, sbfn_dist.settings.config; "
+    code = ("import sys, sbfn_dist.records, sbfn_dist.settings.config; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout.strip()
@@ -57,12 +57,12 @@ def test_a_tabular_sweeps_driver_plans_and_checks_its_trials_without_torch(tmp_p
     it hands Tune): ~1.7 CPU-s of torch's import saved per command; trials import it."""
     code = f"""
 import sys
+from sbfn_dist.folds import check_data
 from sweeps import regression
 from sweeps.engine.plan import planning
-from sweeps.engine.tell import tracking
-from sweeps.engine.run import progress, trainable
 from sweeps.engine.plan.grids import smoke
-from sbfn_dist.folds import check_data
+from sweeps.engine.run import progress, trainable
+from sweeps.engine.tell import tracking
 args = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", {str(tmp_path)!r}]
 assert regression.main([*args, "--dry-run"]) == 0
 spec, _, opts = regression.build(args)
@@ -85,15 +85,16 @@ print(gc.isenabled(), frozen, gc.get_freeze_count() - frozen)
 
 
 def test_every_registered_column_is_documented():
-    from sbfn_dist.settings.records import COLUMNS
+    from sbfn_dist.records import COLUMNS
     text = (ROOT / "docs" / "results-table.md").read_text()
     assert not [c for c in COLUMNS if f"`{c}`" not in text]
 
 
 # The library's floor plan (docs/design.md): a room imports only rooms on lower floors or its
 # own; so no folder-level loop can form.
-FLOORS = {"errors": 0, "runtime": 0, "results_dir": 0, "settings": 1, "data": 2, "learners": 3, "evaluation": 4,
-          "combiners": 5, "folds": 6, "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
+FLOORS = {"errors": 0, "runtime": 0, "results_dir": 0, "catalog": 0, "user_code": 0, "settings": 1,
+          "records": 2, "data": 2, "learners": 3, "evaluation": 4, "combiners": 5, "folds": 6,
+          "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
 
 
 def room(module: str) -> str:

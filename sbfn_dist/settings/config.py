@@ -12,8 +12,8 @@ does not have. `to_dict()` holds only the fields that apply, so the records do t
 
 import os
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, did_you_mean
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRIAL_FIELDS, Ctx,
                                        Items, refusal)
 from sbfn_dist.settings.tasks import PLUGIN_HEADS, TASKS, Task

@@ -4,15 +4,15 @@
 
 import functools
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import ListOf
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
 from sweeps.engine.plan.grid_files import grid_names, named_grid
-from sweeps.engine.plan.options import SEEDS
 from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
+from sweeps.engine.plan.options import SEEDS
 
 
 # What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).

@@ -2,9 +2,9 @@
 refuses in one line (the results folder is only read here; a run checks it again under its
 claim), then the plan as the dry run prints it."""
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path

@@ -11,7 +11,7 @@ from analysis.collect import normalise
 from analysis.stats import PairedTest
 from analysis.verdict import comparators, verdict_lines, verdicts
 from sbfn_dist.interfaces.summary import comparison_table
-from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS
 from sweeps.engine.common.next_steps import console_script, installed, python_module
 from sweeps.engine.plan.grids import SweepSpec, axis_text

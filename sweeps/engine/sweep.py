@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 
-from sbfn_dist.settings.records import metric_of
+from sbfn_dist.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
                                       refuse_another_sweep, small_space_note, trial_count)

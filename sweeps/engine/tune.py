@@ -12,7 +12,8 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.settings.records import metric_of
+from sbfn_dist.records import metric_of
+from sweeps.engine.before_ray import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import FULL, TUNE_DIR, ResultStore, StorageError
 from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
@@ -23,7 +24,6 @@ from sweeps.engine.results.ranking import configuration_ids
 from sweeps.engine.run.claim import Claim
 from sweeps.engine.run.mps import under_mps
 from sweeps.engine.run.progress import ProgressLine, StoredFolds, StoreKeeper
-from sweeps.engine.before_ray import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.run.resources import (check_trial_fits, connect, filling_slots,
                                          on_another_node, other_nodes_see)
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space

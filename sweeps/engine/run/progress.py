@@ -16,7 +16,7 @@ from collections import Counter
 from ray import cloudpickle
 from ray.tune import Callback
 
-from sbfn_dist.settings import records
+from sbfn_dist import records
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.grids import axis_text
 from sweeps.engine.plan.planning import folds_of, points_of, settings_of

@@ -47,7 +47,7 @@ import time
 
 from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.common.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.common.next_steps import console_script
