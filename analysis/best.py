@@ -1,5 +1,5 @@
 """Which model is best: per data set each model at its best configuration, best first -- the
-answer the sweep's end table printed (sweeps/engine/outcome.py), which the report opens with.
+answer the sweep's end table printed (sweeps/engine/summary.py), which the report opens with.
 The report's "Model ranking" answers another question, how a model does over its whole grid
 (each model averaged over all its configurations), and said so only in a footnote: a reader of
 the demo met `svm_rbf` first in the sweep's table and `single_network_M1` first in the report."""

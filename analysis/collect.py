@@ -53,7 +53,7 @@ class SweepInfo:
     def partial(self) -> str:
         """What a partial sweep (fewer trials with results than its sweep.json planned: killed,
         interrupted, failed) lacks, in words; "" for a whole one or an unknown plan. The
-        report's line, and the export's (sweeps/engine/export.py)."""
+        report's line, and the export's (sweeps/engine/model_export.py)."""
         missing = self.n_missing
         if not missing:
             return ""

@@ -3,7 +3,7 @@ objective) against each of the practitioners' combiners (records.ANCHORS: Caruan
 selection, NNLS stacking, the ridge / logistic stacker) and the best single hypothesis
 (records.BEST_SINGLE), each read at its own best configuration and paired over the (seed, fold)
 splits (resampling.design). The report puts it first (`verdicts`, `verdict_view`, NOTES); a
-sweep prints it after its end table (`verdict_lines`, sweeps/engine/outcome.py).
+sweep prints it after its end table (`verdict_lines`, sweeps/engine/summary.py).
 """
 
 import pandas as pd

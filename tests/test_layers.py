@@ -60,9 +60,9 @@ import sys
 from sbfn_dist.folds import check_data
 from sweeps import regression
 from sweeps.engine.plan import planning
-from sweeps.engine.plan.grids import smoke
+from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.run import progress, trainable
-from sweeps.engine.tell import tracking
+from sweeps.engine.tracking import mlflow_runs
 args = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", {str(tmp_path)!r}]
 assert regression.main([*args, "--dry-run"]) == 0
 spec, _, opts = regression.build(args)
@@ -131,7 +131,7 @@ def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
 # floors, each a folder. A module imports its own floor and lower ones, never one above --
 # imports inside functions included.
 HOUSE = ("sbfn_dist", "analysis", "sweeps")
-ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tell": 6}
+ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tracking": 6}
 ENGINE_ROOT, COMMANDS, SWEEPS = 7, 8, 9
 # The commands users type (python -m sweeps.NAME): public names, so sweeps/ holds them whatever
 # its size; every other folder holds at most MAX_FILES.
@@ -248,6 +248,41 @@ def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
     assert commands <= COMMANDS_BY_NAME, "a new module at sweeps/'s top: a command? (docs/design.md)"
 
 
+def repeated_names(root: pathlib.Path = ROOT) -> dict[str, list[str]]:
+    """Each module or folder name used at two places inside one top package of the house
+    (__init__ and __main__ aside): a name says one job. A grid folder, sweeps/grids/<task>/,
+    may carry the name of its task's public command (sweeps/<task>.py), its data."""
+    repeated = {}
+    for top in HOUSE:
+        places: dict[str, list[pathlib.Path]] = {}
+        for path in (root / top).rglob("*"):
+            if "__pycache__" in path.parts or path.stem in ("__init__", "__main__"):
+                continue
+            if path.is_dir() or path.suffix == ".py":
+                places.setdefault(path.stem if path.is_file() else path.name, []).append(path)
+        for name, paths in places.items():
+            if name in COMMANDS_BY_NAME:
+                paths = [p for p in paths if p != root / "sweeps" / "grids" / name]
+            if len(paths) > 1:
+                repeated[f"{top}: {name}"] = sorted(str(p.relative_to(root)) for p in paths)
+    return repeated
+
+
+def test_no_module_or_folder_name_is_used_twice_inside_a_top_package():
+    assert not repeated_names()
+
+
+def test_the_name_check_finds_a_name_used_twice(tmp_path):
+    for made in ("sweeps/commands/images.py", "sweeps/images.py", "sweeps/grids/images/x.yaml",
+                 "sweeps/grids/regression/x.yaml", "sweeps/regression.py", "analysis/a.py",
+                 "sbfn_dist/x/stacking.py", "sbfn_dist/y/stacking.py"):
+        (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / made).touch()
+    assert repeated_names(tmp_path) == {
+        "sweeps: images": ["sweeps/commands/images.py", "sweeps/images.py"],
+        "sbfn_dist: stacking": ["sbfn_dist/x/stacking.py", "sbfn_dist/y/stacking.py"]}
+
+
 # The doors: the only imports of the house inside a function in sweeps/, each from a light room
 # into a heavy one, for a reason its comment gives (docs/design.md, "Torch and Ray by where
 # things stand"). Anything else is imported at the top of its module.
@@ -255,23 +290,24 @@ DOORS = {
     ("sweeps.engine.sweep", "sweeps.engine.tune"),                # Ray, in the sweep's environment
     ("sweeps.engine.run.trainable", "sweeps.engine.run.trial"),   # torch, on the trial's worker
     ("sweeps.api", "sweeps.engine.results.refit"),                # torch, when a model is asked for
-    ("sweeps.api", "sweeps.engine.export"),
-    ("sweeps.engine.sweep", "sweeps.engine.tell.study"),          # Optuna, for an Optuna sweep
-    ("sweeps.engine.before_ray", "sweeps.engine.tell.study"),
-    ("sweeps.engine.tune", "sweeps.engine.tell.study"),
-    ("sweeps.engine.plan.grids", "sbfn_dist.data.image_files"),   # torch, for image data only
+    ("sweeps.api", "sweeps.engine.model_export"),
+    ("sweeps.engine.sweep", "sweeps.engine.tracking.study"),      # Optuna, for an Optuna sweep
+    ("sweeps.engine.checks", "sweeps.engine.tracking.study"),
+    ("sweeps.engine.tune", "sweeps.engine.tracking.study"),
+    ("sweeps.engine.plan.grid_trials", "sbfn_dist.data.image_files"),     # torch, images only
     ("sweeps.engine.sweep", "sweeps.engine.run.estimate"),        # torch, an image dry run's probes
 }
 # What loads torch, Ray and Optuna on import (drawn from the module-level imports): every other
 # module of sweeps/ loads none of them, which the tabular driver and a dry run rely on.
 TORCH_ROOMS = {"sweeps.engine.run.trial", "sweeps.engine.results.refit",
-               "sweeps.engine.tell.serving", "sweeps.engine.tell.mlflow_model",
-               "sweeps.engine.export", "sweeps.commands.appendix", "sweeps.appendix",
+               "sweeps.engine.tracking.serving", "sweeps.engine.tracking.mlflow_model",
+               "sweeps.engine.model_export", "sweeps.commands.basis_trials", "sweeps.appendix",
                "sweeps.export", "sweeps.engine.run.estimate"}
 RAY_ROOMS = {"sweeps.engine.run.trainable", "sweeps.engine.run.progress",
              "sweeps.engine.run.resources", "sweeps.engine.run.search",
-             "sweeps.engine.tell.study", "sweeps.engine.tell.mlflow_logger", "sweeps.engine.tune"}
-OPTUNA_ROOMS = {"sweeps.engine.tell.study"}
+             "sweeps.engine.tracking.study", "sweeps.engine.tracking.mlflow_logger",
+             "sweeps.engine.tune"}
+OPTUNA_ROOMS = {"sweeps.engine.tracking.study"}
 
 
 def test_the_only_imports_inside_functions_in_the_sweeps_are_the_documented_doors():

@@ -8,7 +8,7 @@ from PIL import Image
 
 from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError
-from sweeps.engine.before_ray import refuse_another_sweep
+from sweeps.engine.checks import refuse_another_sweep
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.planning import SweepOptions
 

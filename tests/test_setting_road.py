@@ -8,13 +8,13 @@ import argparse
 import pytest
 
 from sbfn_dist.settings.fields import Ctx, field
-from sweeps.commands import images, tabular
-from sweeps.commands.common import AXIS_FLAGS, SMOKE_KEEPS
-from sweeps.engine.plan.grids import RIDE_ALONG
+from sweeps.commands import image_sweeps, tabular
+from sweeps.commands.cli import AXIS_FLAGS, SMOKE_KEEPS
+from sweeps.engine.plan.grid_trials import RIDE_ALONG
 
 PARSERS = {"regression": tabular.parser("regression", ""),
            "classification": tabular.parser("classification", ""),
-           "images": images.parser_for(images.ANY)}
+           "images": image_sweeps.parser_for(image_sweeps.ANY)}
 
 
 def setting_actions():

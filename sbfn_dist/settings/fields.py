@@ -27,7 +27,7 @@ from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNE
                                       PLUGIN_HEADS, SBFN_HEADS, STACKED, STACKED_HEADS,
                                       TASKS)
 from sbfn_dist.user_code import (estimator_class, import_estimator, import_factory,
-                                        is_factory_path)
+                                 is_factory_path)
 
 # ------------------------------------------------------------------------- vocabularies
 # The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.
