@@ -128,11 +128,12 @@ def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
 
 
 # The whole house's floor plan (docs/design.md): the library, the analysis, then the sweeps'
-# floors, each a folder. A module imports its own floor and lower ones, never one above --
-# imports inside functions included.
+# floors, each a folder or two. A module imports its own floor and lower ones, never one above --
+# imports inside functions included. The one numbering: every docstring that names a floor
+# quotes these.
 HOUSE = ("sbfn_dist", "analysis", "sweeps")
-ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tracking": 6}
-ENGINE_ROOT, COMMANDS, SWEEPS = 7, 8, 9
+ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tracking": 5}
+ENGINE_ROOT, COMMANDS, SWEEPS = 6, 7, 8
 # The commands users type (python -m sweeps.NAME): public names, so sweeps/ holds them whatever
 # its size; every other folder holds at most MAX_FILES.
 COMMANDS_BY_NAME = {"__main__", "appendix", "cifar10", "classification", "cleanup", "demo",
@@ -234,9 +235,9 @@ def test_the_circle_finder_finds_a_circle():
                             if len(c) > 1]
 
 
-def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
-    floors = {house_floor(m) for m in house_modules() if m.startswith("sweeps")}
-    assert len(floors) < 10
+def test_the_house_is_fewer_than_ten_floors_and_no_folder_crowded():
+    floors = {house_floor(m) for m in house_modules()}
+    assert floors == set(range(SWEEPS + 1)) and len(floors) < 10
     crowded = {}
     for folder in [ROOT / "sweeps", *(p for p in (ROOT / "sweeps").rglob("*") if p.is_dir())]:
         files = [p for p in folder.glob("*.py")
@@ -246,6 +247,24 @@ def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
     assert not crowded
     commands = {p.stem for p in (ROOT / "sweeps").glob("*.py")} - {"__init__", "api"}
     assert commands <= COMMANDS_BY_NAME, "a new module at sweeps/'s top: a command? (docs/design.md)"
+
+
+def test_each_floor_s_docstring_quotes_its_number():
+    """One numbering: each folder's __init__.py names its floor as the constants above do, and the
+    engine's table and docs/design.md's number the floors alike."""
+    def doc(path):
+        return " ".join(ast.get_docstring(_tree(ROOT / path)).split())
+    rooms = {**{f"sweeps/engine/{f}": n for f, n in ENGINE_FLOORS.items()},
+             "sweeps/commands": COMMANDS, "sweeps/tools": COMMANDS}
+    assert not {r: n for r, n in rooms.items()
+                if f"Floor {n} of the house" not in doc(f"{r}/__init__.py")}
+    assert f"{ENGINE_ROOT} engine/ (this)" in doc("sweeps/engine/__init__.py")
+    assert f"house's top floor ({SWEEPS})" in doc("sweeps/__init__.py")
+    design = (ROOT / "docs" / "design.md").read_text()
+    rows = {SWEEPS: "sweeps/ ", COMMANDS: "sweeps/commands/", ENGINE_ROOT: "sweeps/engine/",
+            **{n: f"engine/{f}/" for f, n in ENGINE_FLOORS.items() if f != "tracking"},
+            HOUSE.index("analysis"): "analysis/", HOUSE.index("sbfn_dist"): "sbfn_dist/"}
+    assert not {n: room for n, room in rows.items() if f"\n{n}      {room}" not in design}
 
 
 def repeated_names(root: pathlib.Path = ROOT) -> dict[str, list[str]]:
