@@ -1,5 +1,5 @@
 """Which model is best: per data set each model at its best configuration, best first -- the
-answer the sweep's end table printed (sweeps/engine/outcome.py), which the report opens with.
+answer the sweep's end table printed (sweeps/engine/summary.py), which the report opens with.
 The report's "Model ranking" answers another question, how a model does over its whole grid
 (each model averaged over all its configurations), and said so only in a footnote: a reader of
 the demo met `svm_rbf` first in the sweep's table and `single_network_M1` first in the report."""
@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations
 from analysis.labels import metric_label, model_label
-from sbfn_dist.settings.records import TASKS
+from sbfn_dist.records import TASKS
 
 NOTES = [
     "Each model at its best configuration (the hyper-parameters that vary among its rows of the "

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.configs import best_configuration
-from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, SBFN_HEADS
+from sbfn_dist.records import ANCHORS, BEST_SINGLE, SBFN_HEADS
 
 # The combiners a diagram draws: the s-BFN heads, the practitioners' anchors and the best single
 # hypothesis, and logit averaging with and without its tuned temperature (the calibrated

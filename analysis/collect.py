@@ -4,7 +4,7 @@ A sweep's directory (a local path or a URI such as the sweeps' --storage takes: 
 file://) holds `results.parquet`: one file, or a directory of part files (one per finished
 trial); or, before the driver first merged them, only `parts/`; and optionally `sweep.json`
 with the grid and `n_trials_expected`. Rows are `sbfn_dist.experiment.run_trial` records (built
-by `sbfn_dist.settings.records`, whose registry names every column) with the sweep columns `sweep`
+by `sbfn_dist.records`, whose registry names every column) with the sweep columns `sweep`
 and `trial_id` filled in by the sweeps runner.
 """
 
@@ -19,10 +19,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from sbfn_dist.catalog import prefix_of
+from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of
 from sbfn_dist.results_dir import (PART_NAME, PARTS_DIR, RESULTS_FILE, SWEEP_FILE,  # noqa: F401
                                    ResultsError, merge_is_current, parse_json, read_parquet)
-from sbfn_dist.settings.records import (COLUMNS, REFERENCE_MODEL, STATUSES, TASKS, metric_of,
-                                        prefix_of)
 
 # column -> what writes it, for the error message when it is missing
 REQUIRED = {"dataset": "run_trial", "task": "run_trial", "model": "run_trial",
@@ -53,7 +53,7 @@ class SweepInfo:
     def partial(self) -> str:
         """What a partial sweep (fewer trials with results than its sweep.json planned: killed,
         interrupted, failed) lacks, in words; "" for a whole one or an unknown plan. The
-        report's line, and the export's (sweeps/engine/export.py)."""
+        report's line, and the export's (sweeps/engine/model_export.py)."""
         missing = self.n_missing
         if not missing:
             return ""

@@ -2,7 +2,7 @@
 
 A *configuration* is a model plus every hyper-parameter column whose value varies among that
 model's rows of one data set. The hyper-parameters are exactly the columns the records registry
-marks so (`sbfn_dist.settings.records.is_hyperparameter`): folds, seeds, sizes, timings, scores and
+marks so (`sbfn_dist.records.is_hyperparameter`): folds, seeds, sizes, timings, scores and
 diagnostics never are, and neither is a column the registry does not know (a user's label).
 A model that chooses its own setting inside its fit (SELF_TUNED: the practitioners' anchors, the
 best single hypothesis, sbfn_rbf) records that choice in model_params, each fold its own: no
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.labels import param_label
-from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, COLUMNS, TASKS, is_hyperparameter
+from sbfn_dist.records import ANCHORS, BEST_SINGLE, COLUMNS, TASKS, is_hyperparameter
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:

@@ -17,7 +17,7 @@ from analysis.image_tables import split_interval  # noqa: E402
 from analysis.labels import (COLOUR_ORDER, ensemble_label, model_label,  # noqa: E402
                              model_sort_key, param_label)
 from analysis.tables import top_decile  # noqa: E402
-from sbfn_dist.settings.records import DIAGNOSTICS  # noqa: E402
+from sbfn_dist.records import DIAGNOSTICS  # noqa: E402
 
 # tab20's ten strong colours first, then their pale twins: in registry order the s-BFN forms and
 # the references come first (the pale blue of tab20's second entry drew sbfn_ls_linear, the

@@ -16,7 +16,7 @@ from analysis.resampling import Design, design
 from analysis.stats import (PairedTest, decide, difference_interval, paired_test, t_half_width,
                             test_cells)
 from analysis.tables import in_model_order
-from sbfn_dist.settings.records import DIAGNOSTICS
+from sbfn_dist.records import DIAGNOSTICS
 
 LEVEL = 0.95
 BASE = "base_avg"

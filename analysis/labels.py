@@ -1,13 +1,13 @@
 """Display names and the order of models and hyper-parameters in tables and figures.
 
-Model names come from `sbfn_dist.settings.records.MODEL_LABELS` (one display name per model, the
+Model names come from `sbfn_dist.records.MODEL_LABELS` (one display name per model, the
 names the paper's tables use); the hyper-parameter symbols and architecture-mix names are analysis's
 own (nothing else prints them).
 """
 
 # Re-exported for analysis's modules.
-from sbfn_dist.settings.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401
-from sbfn_dist.settings.records import HETEROGENEOUS, MEMBER_SEPARATOR
+from sbfn_dist.records import ESTIMATORS, MODEL_LABELS, model_label  # noqa: F401
+from sbfn_dist.records import HETEROGENEOUS, MEMBER_SEPARATOR
 
 COMPETITORS = set(ESTIMATORS)
 # Colours follow the registry's order, so a model keeps its colour whatever else is plotted.

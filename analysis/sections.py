@@ -23,7 +23,7 @@ from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import metric_label, model_label, param_label
 from analysis.stats import PairedTest, paired_test_notes
-from sbfn_dist.settings.records import metric_of
+from sbfn_dist.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
 

@@ -14,7 +14,7 @@ from analysis.configs import best_index, configurations
 from analysis.labels import metric_label, model_label, model_sort_key
 from analysis.resampling import Design, design, paired_wide
 from analysis.stats import PairedTest, decide, paired_test, t_half_width
-from sbfn_dist.settings.records import COLUMNS, REFERENCE_MODEL, TASKS
+from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, TASKS
 
 NOTES = {
     "quartiles": [

@@ -3,7 +3,7 @@ objective) against each of the practitioners' combiners (records.ANCHORS: Caruan
 selection, NNLS stacking, the ridge / logistic stacker) and the best single hypothesis
 (records.BEST_SINGLE), each read at its own best configuration and paired over the (seed, fold)
 splits (resampling.design). The report puts it first (`verdicts`, `verdict_view`, NOTES); a
-sweep prints it after its end table (`verdict_lines`, sweeps/engine/outcome.py).
+sweep prints it after its end table (`verdict_lines`, sweeps/engine/summary.py).
 """
 
 import pandas as pd
@@ -13,7 +13,7 @@ from analysis.labels import model_label
 from analysis.resampling import design
 from analysis.stats import PairedTest, decide, difference_interval, paired_test, same, test_cells
 from analysis.tables import objective_model
-from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE, TASKS
+from sbfn_dist.records import ANCHORS, BEST_SINGLE, TASKS
 
 LEVEL = 0.95
 

@@ -20,7 +20,7 @@ from analysis.collect import Results, SweepInfo, normalise
 from analysis.document import markdown, write_tables
 from analysis.report import table_blocks
 from benchmarks.common import cli, machine
-from sbfn_dist.settings.records import ANCHORS, BEST_SINGLE
+from sbfn_dist.records import ANCHORS, BEST_SINGLE
 
 TARGET_SECONDS = 5.0
 ROWS, QUICK_ROWS = 100_000, 10_000

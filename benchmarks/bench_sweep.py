@@ -16,11 +16,11 @@ import time
 
 from benchmarks.common import cli, machine, median, table
 from sbfn_dist.experiment import run_trial
-from sweeps.regression import build
+from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.plan.planning import plan
-from sweeps.engine.sweep import run_sweep
-from sweeps.engine.plan.grids import smoke
 from sweeps.engine.plan.planning import folds_of
+from sweeps.engine.sweep import run_sweep
+from sweeps.regression import build
 
 TARGET_RATIO = 1.3
 

@@ -111,7 +111,7 @@ def packed_fold() -> list:
     the sweep plans them) run as one pack, as a sweep's trial runs them."""
     from sbfn_dist.experiment import run_trials
     from sweeps.engine.plan.planning import SweepOptions, plan
-    from sweeps.engine.plan.grids import tabular_sweep
+    from sweeps.engine.plan.grid_trials import tabular_sweep
     spec = tabular_sweep("regression", "diabetes", "regression80")
     configs = plan(spec, SweepOptions(name="bitcheck", mlflow=False))
     ensembles = [c for c in configs if c["extra"].get("role") == "ensemble"][:20]

@@ -7,7 +7,7 @@ combiners, competitors and tidy result records. No Ray and no MLflow in this pac
     from sbfn_dist import SBFNStackingRegressor, SBFNStackingClassifier   # over your own models
     sbfn_dist.load("my-model")          # any estimator saved with .save (docs/models.md)
 
-The names load on first use, so that `import sbfn_dist.settings.records` (what the analysis layer
+The names load on first use, so that `import sbfn_dist.records` (what the analysis layer
 reads) does not import torch.
 """
 
@@ -16,8 +16,8 @@ __version__ = "0.2.0"
 _EXPORTS = {"run_trial": "sbfn_dist.experiment", "TrialConfig": "sbfn_dist.settings.config",
             "SBFNRegressor": "sbfn_dist.interfaces.estimators",
             "SBFNClassifier": "sbfn_dist.interfaces.estimators",
-            "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking",
-            "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking",
+            "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking_estimators",
+            "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking_estimators",
             "load": "sbfn_dist.interfaces.saved"}
 __all__ = ["__version__", *_EXPORTS]
 

@@ -7,7 +7,7 @@ One loop for every task and data kind:
          -> fit every combiner setting on those same members (sbfn_dist.combiners.ensembles)
          -> run the competitors on the same parts -> one record per (fold, model, setting)
 
-Records are built by sbfn_dist.settings.records (docs/results-table.md). Divergence is a result (status
+Records are built by sbfn_dist.records (docs/results-table.md). Divergence is a result (status
 "diverged"), not a crash.
 """
 
@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sbfn_dist.settings import records
+from sbfn_dist import records
 from sbfn_dist.combiners.ensembles import ENSEMBLES, train_together
-from sbfn_dist.learners.competitors import build_competitor, competitor_configs
-from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data import splits as tabular_splits
 from sbfn_dist.data.preprocess import FoldScaler
-from sbfn_dist.folds import check_parts, load_data, make_parts, pack_key, resolved
-from sbfn_dist.learners.training import TrainingDiverged
 from sbfn_dist.evaluation.metrics import classification_scores, regression_metrics, reliability
+from sbfn_dist.folds import check_parts, load_data, make_parts, pack_key, resolved
+from sbfn_dist.learners.competitors import build_competitor, competitor_configs
+from sbfn_dist.learners.training import TrainingDiverged
 from sbfn_dist.runtime import fold_seed, resolve_device
+from sbfn_dist.settings.config import TrialConfig
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Ray Tune sweeps over sbfn_dist trials (docs/sweeps.md). This folder holds what users call by
 name -- the commands (`python -m sweeps.regression`, `sweeps.cifar10`, `sweeps run FILE`, ...)
-and the Python API (api.py); sweeps/commands/ holds what the commands share, sweeps/engine/
-everything they call (docs/design.md).
+and the Python API (api.py), the house's top floor (8); sweeps/commands/ holds what the
+commands share (7), sweeps/engine/ everything they call (2 to 6; docs/design.md).
 
     from sweeps import Sweep
     result = Sweep.from_yaml("my-sweep.yaml").run()    # .frame, .result_grid, .path

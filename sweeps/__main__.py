@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
-from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file, grid_names
-from sweeps.engine.plan.sweep_keys import load
 from sweeps.api import Sweep
-from sweeps.commands.common import SweepParser, run
+from sweeps.commands.cli import SweepParser, run
+from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file, grid_names
 from sweeps.engine.plan.options import BY_NAME, add_flags, given, into_definition
+from sweeps.engine.plan.sweep_keys import load
 
 
 
@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build(argv):
-    """(spec, args, options) for sweeps.commands.common.run, which runs it and reports errors
+    """(spec, args, options) for sweeps.commands.cli.run, which runs it and reports errors
     in one line. A flag replaces the file's key of the same option; --set joins the file's
     settings."""
     args = parser().parse_args(argv)

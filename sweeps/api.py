@@ -17,7 +17,7 @@ it, resume it; the results come back as a pandas DataFrame and Ray Tune's Result
 The same code runs `python -m sweeps run FILE` and the commands (sweeps/engine/plan/sweepfile.py
 translates all three). Everything is checked when the Sweep is made, before Ray starts; a bad
 key or value raises SweepFileError naming the file and the key. docs/sweeps.md, "Python API and
-sweep files"; models from a sweep: docs/models.md (sweeps/engine/export.py).
+sweep files"; models from a sweep: docs/models.md (sweeps/engine/model_export.py).
 """
 
 import json
@@ -26,17 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
-from sbfn_dist.settings import catalog
+from sbfn_dist.records import metric_of
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.commands.tabular import DEFAULT_DATASET, DEFAULT_GRID
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.outcome import SweepOutcome
 from sweeps.engine.plan import sweepfile
 from sweeps.engine.plan.grid_files import grid_file
-from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.grid_trials import SweepSpec
 from sweeps.engine.plan.model_names import own_trials
 from sweeps.engine.plan.options import OBJECTIVES, OPTIONS, into_definition
 from sweeps.engine.plan.planning import Planned, SweepOptions, plan, result_store, settings_of
@@ -46,6 +45,7 @@ from sweeps.engine.results.ranking import (best_means, best_row as _best_row, by
                                            trials_of)
 from sweeps.engine.results.recorded import (ExportError, read_sweep, recorded_configs,
                                             tracking_store)
+from sweeps.engine.summary import SweepOutcome
 from sweeps.engine.sweep import dry_run, run_sweep
 
 
@@ -162,8 +162,9 @@ class SweepResult:
                metric: str | None = None, mlflow: bool = True, mlflow_uri: str | None = None):
         """Save the best configuration (or `config`, a trial_id) refitted (best_model) to the
         directory `out`, and log it as an MLflow model under the sweep's run where the sweep
-        had tracking (or to `mlflow_uri`). Returns sweeps.engine.export.Exported; docs/models.md."""
-        from sweeps.engine import export as engine
+        had tracking (or to `mlflow_uri`). Returns sweeps.engine.model_export.Exported;
+        docs/models.md."""
+        from sweeps.engine import model_export as engine
         chosen = self._chosen(config, metric)
         store = ResultStore(self.path)
         exported = engine.export(engine.Finished(store, store.read_spec(), self.frame),
@@ -182,7 +183,7 @@ class SweepResult:
         or on the training part of a held-out split or of `fold` -- or, where the sweep kept
         that fold's model (--keep-models best), that model itself (sweeps/engine/results/refit.py).
         save_to: also save it there and log it to MLflow (export), printing where."""
-        from sweeps.engine.export import report
+        from sweeps.engine.model_export import report
         from sweeps.engine.results.refit import refit
         if save_to is not None:
             exported = self.export(save_to, config=config, fold=fold, metric=metric,

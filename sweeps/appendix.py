@@ -3,7 +3,7 @@
     python -m sweeps.appendix [--out DIR] [--runs 5] [--members 2 5 10 20 50]
 
 M in {2, 5, 10, 20, 50} x {GBF, RBF-KMeans} x 5 runs of s-BFN least squares on "sincos"
-(sweeps.commands.appendix); the records go to DIR/results.parquet, the units' centres of run 0
+(sweeps.commands.basis_trials); the records go to DIR/results.parquet, the units' centres of run 0
 to DIR/centres.parquet with the training points in DIR/points.parquet, and analysis.basis_comparison
 then writes the table and both figures to DIR/report. Runs in this process (50 small trainings take
 about a minute): no Ray needed.
@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.basis_comparison import write_appendix
-from sweeps.commands.appendix import M_VALUES, RUNS, SWEEP, centres, run_trials
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, bounded
+from sweeps.commands.basis_trials import M_VALUES, RUNS, SWEEP, centres, run_trials
 
 
 def main(argv=None) -> None:

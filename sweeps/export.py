@@ -19,7 +19,7 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.api import SweepResult
 from sweeps.engine.common.environment import quiet_logs
-from sweeps.engine.export import report
+from sweeps.engine.model_export import report
 
 
 def parser() -> argparse.ArgumentParser:

@@ -3,9 +3,9 @@
     python -m sweeps.relog results/<name> [--mlflow-uri URI]
 
 A sweep whose tracking store stopped answering keeps going and saves each logging operation
-that failed (sweeps/engine/tell/tracking.py); this applies them in their order, reading the records from
-the results directory, and keeps only those that fail again. Runs are found by their tags, so
-nothing is logged twice into a second run.
+that failed (sweeps/engine/tracking/mlflow_runs.py); this applies them in their order,
+reading the records from the results directory, and keeps only those that fail again. Runs are
+found by their tags, so nothing is logged twice into a second run.
 
 A server that asks for a password takes it from MLFLOW_TRACKING_USERNAME / _PASSWORD (or from
 USER:PASSWORD@ in --mlflow-uri, which is never printed or saved: sweeps/engine/common/tracking_uri.py).
@@ -18,9 +18,9 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tell.tracking import (Ledger, SweepTracker, client_environment, describe,
-                                         first_line)
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide
+from sweeps.engine.tracking.mlflow_runs import (Ledger, SweepTracker, client_environment, describe,
+                                                first_line)
 
 
 def relog(results: str, tracking_uri: str | None = None, out=None) -> int:

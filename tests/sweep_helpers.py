@@ -6,8 +6,8 @@ import socket
 import pandas as pd
 
 from sweeps import classification, regression
+from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.sweep import run_sweep
-from sweeps.engine.plan.grids import smoke
 
 # diabetes (bundled), 3 folds, 300 rows, 2 epochs: a real sweep in well under a minute.
 TINY = ["--dataset", "diabetes", "--grid", "demo", "--smoke"]

@@ -1,6 +1,6 @@
-"""The analysis layer reads results tables, the results directory's layout and the records
-registry, nothing else of the library: a report renders on a machine without torch, ray or
-scikit-learn."""
+"""The analysis layer reads results tables, the results directory's layout, the records registry
+and the data-set catalogue, nothing else of the library: a report renders on a machine without
+torch, ray or scikit-learn."""
 
 import ast
 import os
@@ -34,10 +34,10 @@ def library_imports(path: Path) -> list:
     return [m for m in found if m.split(".")[0] == "sbfn_dist"]
 
 
-def test_analysis_imports_only_the_records_and_the_results_directory_of_the_library():
+def test_analysis_imports_only_the_records_the_catalogue_and_the_results_directory():
     files = sorted((ROOT / "analysis").glob("*.py"))
     assert len(files) > 5
     used = {f.name: library_imports(f) for f in files}
-    schema = {"sbfn_dist.settings.records", "sbfn_dist.results_dir"}
+    schema = {"sbfn_dist.records", "sbfn_dist.catalog", "sbfn_dist.results_dir"}
     assert {name: mods for name, mods in used.items() if set(mods) - schema} == {}
     assert any(used.values())       # the scan sees the imports that are there

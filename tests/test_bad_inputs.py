@@ -22,7 +22,7 @@ from sbfn_dist import SBFNClassifier, SBFNRegressor, run_trial
 from sbfn_dist.interfaces.cli import main as trial_command
 from sweeps import Sweep, SweepFileError, cleanup
 from sweeps.classification import main as classification
-from sweeps.commands.images import main_for
+from sweeps.commands.image_sweeps import main_for
 from sweeps.regression import main as regression
 from sweeps.relog import main as relog_command
 
@@ -638,7 +638,7 @@ def test_a_resume_on_data_whose_contents_changed_is_refused_before_ray(tmp_path,
     """A CSV edited between an interrupted run and its --resume: the resume mixed folds of the
     two contents (RMSE 57 and 5,400 in one configuration), and the table ranked the mixture.
     sweep.json records each path data set's contents_stamp; the resume compares them."""
-    from sbfn_dist.settings.catalog import contents_stamp
+    from sbfn_dist.catalog import contents_stamp
     from sweeps import regression as regression_module
     from sweeps.engine.common.store import ResultStore
     from sweeps.engine.plan.planning import plan_sweep
@@ -663,7 +663,7 @@ def test_a_resume_on_data_whose_contents_changed_is_refused_before_ray(tmp_path,
 def test_an_interrupted_sweep_says_what_it_kept(tmp_path):
     """Interrupted before any fold finished, it said "finished folds are in results.parquet"
     (none was written)."""
-    from sweeps.commands.common import _what_is_kept
+    from sweeps.commands.cli import _what_is_kept
     from sweeps.engine.common.store import ResultStore
     from sweeps.engine.plan.planning import SweepOptions
     opts = SweepOptions(name="cut", storage=str(tmp_path))

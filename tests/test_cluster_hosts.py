@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sbfn_dist.settings.records import COLUMNS
+from sbfn_dist.records import COLUMNS
 from tests.cluster_hosts import (FIGURES, ROOT, Cluster, Hosts, HostsUnavailable, host_path,
                                  reachable)
 from tests.sweep_helpers import assert_each_fold_once, free_port

@@ -24,11 +24,11 @@ from analysis.report import write_report
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
-from sweeps.engine.plan.ranges import Range, parse_range
+from sweeps.engine.checks import print_plan
 from sweeps.engine.plan.planning import plan_sweep
-from sweeps.engine.sweep import expected
-from sweeps.engine.before_ray import print_plan
+from sweeps.engine.plan.ranges import Range, parse_range
 from sweeps.engine.run.search import sampled_space
+from sweeps.engine.sweep import expected
 from tests.sweep_helpers import a_ray
 
 pytestmark = pytest.mark.timeout(600)

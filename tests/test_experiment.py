@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from sbfn_dist import records
 from sbfn_dist.combiners import ensembles
-from sbfn_dist.settings import records
 from sbfn_dist.data.splits import make_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.experiment import run_trial, run_trials

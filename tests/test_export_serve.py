@@ -1,4 +1,4 @@
-"""Models from a sweep (sweeps/engine/export.py, docs/models.md): a tiny finished sweep's
+"""Models from a sweep (sweeps/engine/model_export.py, docs/models.md): a tiny finished sweep's
 configurations read back from its records exactly as planned; its best one exported, refitted
 on all rows or on fold K, whose test score is the record's; logged to the sweep's MLflow run,
 opened by mlflow.pyfunc and served by `mlflow models serve`, whose HTTP answers are the
@@ -29,11 +29,11 @@ from sbfn_dist.interfaces.estimators import SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import PRACTITIONERS
 from sweeps import Sweep, SweepResult
-from sweeps.engine.tell.serving import SavedSBFN
-from sweeps.engine.results.recorded import check_recorded, read_sweep, recorded_configs
-from sweeps.engine.tell.mlflow_model import factory_code
-from sweeps.engine.results.refit import refit
 from sweeps.engine.plan.planning import trial_key
+from sweeps.engine.results.recorded import check_recorded, read_sweep, recorded_configs
+from sweeps.engine.results.refit import refit
+from sweeps.engine.tracking.mlflow_model import factory_code
+from sweeps.engine.tracking.serving import SavedSBFN
 from sweeps.export import main as export_main
 from sweeps.tools.mlflow_server import healthy
 from tests.sweep_helpers import a_ray, free_port
@@ -367,6 +367,29 @@ def test_the_logged_model_is_served_with_the_estimator_s_and_the_record_s_answer
     assert answered == pytest.approx(estimator.predict(rows), rel=1e-15)   # JSON: exact repr
     rmse = regression_metrics(data.y[test], answered)["rmse"]
     assert rmse == pytest.approx(recorded(root, best, 1)["rmse"], rel=EXACT)
+
+
+def test_the_code_of_a_model_logged_under_an_old_module_path_still_loads():
+    """A logged model's code (serving.MODEL_CODE, run where it loads) names the module of its
+    day: sweeps.engine.export before 2026-11-28, sweeps.engine.tell.serving until issue 49's
+    renames. Both still give the one pyfunc_model; no other old name loads, so an older sweep's
+    pickled Tune state still starts again in one line (tune.py, _restored_tuner)."""
+    code = ("import sweeps.engine.tracking.serving as now\n"
+            "from sweeps.engine.export import pyfunc_model as first\n"
+            "from sweeps.engine.tell.serving import pyfunc_model as then\n"
+            "assert first is then is now.pyfunc_model\n"
+            "print(type(then()()).__mro__[1].__name__)\n"
+            "import importlib\n"
+            "for gone in ('sweeps.engine.tell.mlflow_logger', 'sweeps.engine.run.summaries'):\n"
+            "    try:\n"
+            "        importlib.import_module(gone)\n"
+            "    except ModuleNotFoundError:\n"
+            "        print('gone', gone)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:3] == ["SavedSBFN", "gone sweeps.engine.tell.mlflow_logger",
+                                           "gone sweeps.engine.run.summaries"]
 
 
 def test_the_served_model_refuses_what_it_cannot_answer_in_one_line():

@@ -11,19 +11,19 @@ from sklearn.linear_model import RidgeCV
 from sklearn.model_selection import cross_val_predict
 
 from sbfn_dist.combiners.basis import KMeansBasis
+from sbfn_dist.combiners.plugins import fit_plugins
 from sbfn_dist.combiners.sbfn_ls import SBFNLeastSquares
 from sbfn_dist.combiners.selection import BestSingle
 from sbfn_dist.combiners.stacking import SBFNRBF, StackNNLS, StackRidge
-from sbfn_dist.learners.competitors import REGISTRY, build_competitor, competitor_configs
-from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.data.splits import kfold_splits
 from sbfn_dist.data.tabular import load_tabular
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial
-from sbfn_dist.combiners.plugins import fit_plugins
+from sbfn_dist.learners.competitors import REGISTRY, build_competitor, competitor_configs
+from sbfn_dist.settings.config import TrialConfig
 from sweeps import regression
+from sweeps.engine.plan.grid_trials import regression_sweep, smoke
 from sweeps.engine.sweep import run_sweep
-from sweeps.engine.plan.grids import regression_sweep, smoke
 from tests.sweep_helpers import ONE_AT_A_TIME, a_ray, assert_each_fold_once, results
 
 

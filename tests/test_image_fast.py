@@ -8,21 +8,21 @@ import numpy as np
 import pytest
 import torch
 
-from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.learners import training
 from sbfn_dist.data.images import ImageData, device_images, holdout_splits, load_images
-from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.experiment import run_trial, run_trials
 from sbfn_dist.folds import pack_key
+from sbfn_dist.learners import training
+from sbfn_dist.learners.diversity import wta_weights
 from sbfn_dist.learners.geometry import GEOMETRIES
 from sbfn_dist.learners.registry import build_ensemble
-from sbfn_dist.learners.training import CNNConfig, train_cnn_pack
 from sbfn_dist.learners.steps import (autocast, memory_format, resolve_compile, resolve_engine,
                                       resolve_precision)
-from sweeps.engine.plan.packing import packs
-from sweeps.engine.plan.grids import image_sweep
+from sbfn_dist.learners.training import CNNConfig, train_cnn_pack
+from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.grid_trials import image_sweep
+from sweeps.engine.plan.packing import packs
 from sweeps.engine.run.trial import COMPILE_CACHE, _share_compile_cache
 
 CUDA = torch.cuda.is_available()

@@ -14,12 +14,12 @@ import pytest
 from PIL import Image
 
 from sbfn_dist import run_trial
+from sbfn_dist.catalog import contents_stamp
 from sbfn_dist.data import image_files
 from sbfn_dist.data.images import load_images
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.folds import check_data, make_parts
 from sbfn_dist.learners.cnn import MIN_SIZE
-from sbfn_dist.settings.catalog import contents_stamp
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import field
 from tests.conftest import shared_data_dir

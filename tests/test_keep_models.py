@@ -1,11 +1,11 @@
-"""--keep-models best|none (sweeps/engine/run/trainable.py, sweeps/engine/export.py, docs/models.md):
-a tiny sweep keeps every configuration's fitted folds while it runs and ends with only the best
-configuration's, at its best setting; `sweeps.export --fold K` saves that fold's model without
-refitting, and its predictions on fold K's test rows give the record's score bit for bit; a
+"""--keep-models best|none (sweeps/engine/run/trainable.py, sweeps/engine/model_export.py,
+docs/models.md): a tiny sweep keeps every configuration's fitted folds while it runs and ends with
+only the best configuration's, at its best setting; `sweeps.export --fold K` saves that fold's model
+without refitting, and its predictions on fold K's test rows give the record's score bit for bit; a
 configuration whose models were deleted is refitted, and says so; a bad value is one line.
-Classification trials (tables and images, without a sweep: the fold loop's `keep` as a trial
-calls it) keep their members, head and scaling, and export with the classes' names.
-With none (the default) nothing is kept: tests/test_export_serve.py, on its sweep."""
+Classification trials (tables and images, without a sweep: the fold loop's `keep` as a trial calls
+it) keep their members, head and scaling, and export with the classes' names. With none (the
+default) nothing is kept: tests/test_export_serve.py, on its sweep."""
 
 import argparse
 import contextlib
@@ -22,10 +22,10 @@ from sbfn_dist.interfaces import saved
 from sbfn_dist.interfaces.estimators import SBFNClassifier, SBFNRegressor
 from sbfn_dist.settings.config import TrialConfig
 from sweeps import Sweep
-from sweeps.engine.results.refit import refit
-from sweeps.engine.plan.options import add_flags
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.options import add_flags
 from sweeps.engine.plan.sweep_keys import SweepFileError
+from sweeps.engine.results.refit import refit
 from sweeps.engine.run.kept import KEPT, kept_dir
 from sweeps.engine.run.trial import keeper
 from tests.sweep_helpers import a_ray

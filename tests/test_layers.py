@@ -44,7 +44,7 @@ def test_the_library_imports_no_upper_layer_and_no_service():
 
 
 def test_the_records_schema_loads_without_torch_or_scikit_learn():
-    code = ("import sys, sbfn_dist.settings.records, sbfn_dist.settings.config; "
+    code = ("import sys, sbfn_dist.records, sbfn_dist.settings.config; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout.strip()
@@ -57,12 +57,12 @@ def test_a_tabular_sweeps_driver_plans_and_checks_its_trials_without_torch(tmp_p
     it hands Tune): ~1.7 CPU-s of torch's import saved per command; trials import it."""
     code = f"""
 import sys
+from sbfn_dist.folds import check_data
 from sweeps import regression
 from sweeps.engine.plan import planning
-from sweeps.engine.tell import tracking
+from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.run import progress, trainable
-from sweeps.engine.plan.grids import smoke
-from sbfn_dist.folds import check_data
+from sweeps.engine.tracking import mlflow_runs
 args = ["--dataset", "diabetes", "--grid", "demo", "--smoke", "--storage", {str(tmp_path)!r}]
 assert regression.main([*args, "--dry-run"]) == 0
 spec, _, opts = regression.build(args)
@@ -85,15 +85,16 @@ print(gc.isenabled(), frozen, gc.get_freeze_count() - frozen)
 
 
 def test_every_registered_column_is_documented():
-    from sbfn_dist.settings.records import COLUMNS
+    from sbfn_dist.records import COLUMNS
     text = (ROOT / "docs" / "results-table.md").read_text()
     assert not [c for c in COLUMNS if f"`{c}`" not in text]
 
 
 # The library's floor plan (docs/design.md): a room imports only rooms on lower floors or its
 # own; so no folder-level loop can form.
-FLOORS = {"errors": 0, "runtime": 0, "results_dir": 0, "settings": 1, "data": 2, "learners": 3, "evaluation": 4,
-          "combiners": 5, "folds": 6, "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
+FLOORS = {"errors": 0, "runtime": 0, "results_dir": 0, "catalog": 0, "user_code": 0, "settings": 1,
+          "records": 2, "data": 2, "learners": 3, "evaluation": 4, "combiners": 5, "folds": 6,
+          "experiment": 6, "interfaces": 7, "__init__": 8, "__main__": 8}
 
 
 def room(module: str) -> str:
@@ -127,11 +128,12 @@ def test_every_room_of_the_library_imports_only_rooms_below_it_or_itself():
 
 
 # The whole house's floor plan (docs/design.md): the library, the analysis, then the sweeps'
-# floors, each a folder. A module imports its own floor and lower ones, never one above --
-# imports inside functions included.
+# floors, each a folder or two. A module imports its own floor and lower ones, never one above --
+# imports inside functions included. The one numbering: every docstring that names a floor
+# quotes these.
 HOUSE = ("sbfn_dist", "analysis", "sweeps")
-ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tell": 6}
-ENGINE_ROOT, COMMANDS, SWEEPS = 7, 8, 9
+ENGINE_FLOORS = {"common": 2, "plan": 3, "run": 4, "results": 5, "tracking": 5}
+ENGINE_ROOT, COMMANDS, SWEEPS = 6, 7, 8
 # The commands users type (python -m sweeps.NAME): public names, so sweeps/ holds them whatever
 # its size; every other folder holds at most MAX_FILES.
 COMMANDS_BY_NAME = {"__main__", "appendix", "cifar10", "classification", "cleanup", "demo",
@@ -233,9 +235,9 @@ def test_the_circle_finder_finds_a_circle():
                             if len(c) > 1]
 
 
-def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
-    floors = {house_floor(m) for m in house_modules() if m.startswith("sweeps")}
-    assert len(floors) < 10
+def test_the_house_is_fewer_than_ten_floors_and_no_folder_crowded():
+    floors = {house_floor(m) for m in house_modules()}
+    assert floors == set(range(SWEEPS + 1)) and len(floors) < 10
     crowded = {}
     for folder in [ROOT / "sweeps", *(p for p in (ROOT / "sweeps").rglob("*") if p.is_dir())]:
         files = [p for p in folder.glob("*.py")
@@ -247,6 +249,59 @@ def test_the_sweeps_are_fewer_than_ten_floors_and_no_folder_crowded():
     assert commands <= COMMANDS_BY_NAME, "a new module at sweeps/'s top: a command? (docs/design.md)"
 
 
+def test_each_floor_s_docstring_quotes_its_number():
+    """One numbering: each folder's __init__.py names its floor as the constants above do, and the
+    engine's table and docs/design.md's number the floors alike."""
+    def doc(path):
+        return " ".join(ast.get_docstring(_tree(ROOT / path)).split())
+    rooms = {**{f"sweeps/engine/{f}": n for f, n in ENGINE_FLOORS.items()},
+             "sweeps/commands": COMMANDS, "sweeps/tools": COMMANDS}
+    assert not {r: n for r, n in rooms.items()
+                if f"Floor {n} of the house" not in doc(f"{r}/__init__.py")}
+    assert f"{ENGINE_ROOT} engine/ (this)" in doc("sweeps/engine/__init__.py")
+    assert f"house's top floor ({SWEEPS})" in doc("sweeps/__init__.py")
+    design = (ROOT / "docs" / "design.md").read_text()
+    rows = {SWEEPS: "sweeps/ ", COMMANDS: "sweeps/commands/", ENGINE_ROOT: "sweeps/engine/",
+            **{n: f"engine/{f}/" for f, n in ENGINE_FLOORS.items() if f != "tracking"},
+            HOUSE.index("analysis"): "analysis/", HOUSE.index("sbfn_dist"): "sbfn_dist/"}
+    assert not {n: room for n, room in rows.items() if f"\n{n}      {room}" not in design}
+
+
+def repeated_names(root: pathlib.Path = ROOT) -> dict[str, list[str]]:
+    """Each module or folder name used at two places inside one top package of the house
+    (__init__ and __main__ aside): a name says one job. A grid folder, sweeps/grids/<task>/,
+    may carry the name of its task's public command (sweeps/<task>.py), its data."""
+    repeated = {}
+    for top in HOUSE:
+        places: dict[str, list[pathlib.Path]] = {}
+        for path in (root / top).rglob("*"):
+            if "__pycache__" in path.parts or path.stem in ("__init__", "__main__"):
+                continue
+            if path.is_dir() or path.suffix == ".py":
+                places.setdefault(path.stem if path.is_file() else path.name, []).append(path)
+        for name, paths in places.items():
+            if name in COMMANDS_BY_NAME:
+                paths = [p for p in paths if p != root / "sweeps" / "grids" / name]
+            if len(paths) > 1:
+                repeated[f"{top}: {name}"] = sorted(str(p.relative_to(root)) for p in paths)
+    return repeated
+
+
+def test_no_module_or_folder_name_is_used_twice_inside_a_top_package():
+    assert not repeated_names()
+
+
+def test_the_name_check_finds_a_name_used_twice(tmp_path):
+    for made in ("sweeps/commands/images.py", "sweeps/images.py", "sweeps/grids/images/x.yaml",
+                 "sweeps/grids/regression/x.yaml", "sweeps/regression.py", "analysis/a.py",
+                 "sbfn_dist/x/stacking.py", "sbfn_dist/y/stacking.py"):
+        (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / made).touch()
+    assert repeated_names(tmp_path) == {
+        "sweeps: images": ["sweeps/commands/images.py", "sweeps/images.py"],
+        "sbfn_dist: stacking": ["sbfn_dist/x/stacking.py", "sbfn_dist/y/stacking.py"]}
+
+
 # The doors: the only imports of the house inside a function in sweeps/, each from a light room
 # into a heavy one, for a reason its comment gives (docs/design.md, "Torch and Ray by where
 # things stand"). Anything else is imported at the top of its module.
@@ -254,23 +309,24 @@ DOORS = {
     ("sweeps.engine.sweep", "sweeps.engine.tune"),                # Ray, in the sweep's environment
     ("sweeps.engine.run.trainable", "sweeps.engine.run.trial"),   # torch, on the trial's worker
     ("sweeps.api", "sweeps.engine.results.refit"),                # torch, when a model is asked for
-    ("sweeps.api", "sweeps.engine.export"),
-    ("sweeps.engine.sweep", "sweeps.engine.tell.study"),          # Optuna, for an Optuna sweep
-    ("sweeps.engine.before_ray", "sweeps.engine.tell.study"),
-    ("sweeps.engine.tune", "sweeps.engine.tell.study"),
-    ("sweeps.engine.plan.grids", "sbfn_dist.data.image_files"),   # torch, for image data only
+    ("sweeps.api", "sweeps.engine.model_export"),
+    ("sweeps.engine.sweep", "sweeps.engine.tracking.study"),      # Optuna, for an Optuna sweep
+    ("sweeps.engine.checks", "sweeps.engine.tracking.study"),
+    ("sweeps.engine.tune", "sweeps.engine.tracking.study"),
+    ("sweeps.engine.plan.grid_trials", "sbfn_dist.data.image_files"),     # torch, images only
     ("sweeps.engine.sweep", "sweeps.engine.run.estimate"),        # torch, an image dry run's probes
 }
 # What loads torch, Ray and Optuna on import (drawn from the module-level imports): every other
 # module of sweeps/ loads none of them, which the tabular driver and a dry run rely on.
 TORCH_ROOMS = {"sweeps.engine.run.trial", "sweeps.engine.results.refit",
-               "sweeps.engine.tell.serving", "sweeps.engine.tell.mlflow_model",
-               "sweeps.engine.export", "sweeps.commands.appendix", "sweeps.appendix",
+               "sweeps.engine.tracking.serving", "sweeps.engine.tracking.mlflow_model",
+               "sweeps.engine.model_export", "sweeps.commands.basis_trials", "sweeps.appendix",
                "sweeps.export", "sweeps.engine.run.estimate"}
 RAY_ROOMS = {"sweeps.engine.run.trainable", "sweeps.engine.run.progress",
              "sweeps.engine.run.resources", "sweeps.engine.run.search",
-             "sweeps.engine.tell.study", "sweeps.engine.tell.mlflow_logger", "sweeps.engine.tune"}
-OPTUNA_ROOMS = {"sweeps.engine.tell.study"}
+             "sweeps.engine.tracking.study", "sweeps.engine.tracking.mlflow_logger",
+             "sweeps.engine.tune"}
+OPTUNA_ROOMS = {"sweeps.engine.tracking.study"}
 
 
 def test_the_only_imports_inside_functions_in_the_sweeps_are_the_documented_doors():

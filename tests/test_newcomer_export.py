@@ -15,7 +15,7 @@ from sklearn.datasets import load_digits
 from sbfn_dist.errors import UninformativeWarning
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.api import SweepResult
-from sweeps.engine.export import Exported, report
+from sweeps.engine.model_export import Exported, report
 from sweeps.engine.plan.planning import Planned
 from sweeps.engine.results.refit import Refit, _majority
 
@@ -68,7 +68,7 @@ def exported(uninformative: bool, learned_instead: list, majority) -> Exported:
 
 
 def test_the_export_of_a_model_that_learned_nothing_says_so_and_names_one_that_did(monkeypatch):
-    monkeypatch.setattr("sweeps.engine.export.saved.read_manifest", lambda path: {})
+    monkeypatch.setattr("sweeps.engine.model_export.saved.read_manifest", lambda path: {})
     said = "\n".join(report(exported(True, ["logit_mean"], 1 / 3)))
     assert "sbfn beat the constant guess in no configuration" in said
     assert "--objective logit_mean" in said

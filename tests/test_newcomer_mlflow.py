@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tell.tracking import SweepTracker
+from sweeps.engine.tracking.mlflow_runs import SweepTracker
 
 CONFIGS = [{"trial_id": f"M{m}_eps{e}", "task": "regression", "dataset": "diabetes",
             "n_members": m, "epsilon": e, "epochs": 1, "lr": 0.03, "folds": 2, "seed": 0,
@@ -28,7 +28,7 @@ def records(config: dict, fold: int) -> list:
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory):
     """Both configurations' runs after their two folds, as the sweep's callback logs them."""
-    from sweeps.engine.run.summaries import summarise
+    from sweeps.engine.run.fold_means import summarise
     home = tmp_path_factory.mktemp("mlflow")
     store = ResultStore(str(home / "results"))
     store.create()
@@ -87,7 +87,7 @@ def test_the_folds_scores_are_steps_of_one_metric_and_the_mean_its_last_value(lo
 
 
 def test_the_settings_compared_are_those_the_configurations_differ_in():
-    from sweeps.engine.tell.tracking import compared_settings
+    from sweeps.engine.tracking.mlflow_runs import compared_settings
     reference = {**CONFIGS[0], "trial_id": "M1", "n_members": 1, "epsilon": 0.0, "lr": 0.003,
                  "combiners": ["arithmetic"], "extra": {"role": "reference"}}
     competitors = {"trial_id": "svm", "task": "regression", "dataset": "diabetes", "folds": 2,

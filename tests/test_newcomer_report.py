@@ -18,7 +18,7 @@ from analysis.collect import place_names
 from analysis.report import write_report
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.interfaces.summary import comparison_table
-from sweeps.engine.outcome import _labelled
+from sweeps.engine.summary import _labelled
 
 LAMBDAS = ('{"lambda2": 0.0}', '{"lambda2": 3.0}')
 
@@ -57,7 +57,7 @@ def regression_report(tmp_path_factory) -> Path:
 
 
 def end_table() -> pd.DataFrame:
-    """The sweep's end table of these rows, made as sweeps/engine/outcome.py makes it."""
+    """The sweep's end table of these rows, made as sweeps/engine/summary.py makes it."""
     axes = ["n_members", "epsilon"]
     rows = _labelled(pd.DataFrame(regression_rows()), axes)
     return comparison_table(rows.to_dict("records"), "rmse", ["model_params", *axes])

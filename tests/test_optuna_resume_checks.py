@@ -7,7 +7,7 @@ import pytest
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.ranges import parse_range
-from sweeps.engine.tell.study import check_study, open_study
+from sweeps.engine.tracking.study import check_study, open_study
 
 
 def a_study_drawn_over(tmp_path, distributions: dict) -> ResultStore:

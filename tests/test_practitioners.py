@@ -14,13 +14,13 @@ from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
+from sbfn_dist import records
 from sbfn_dist.combiners.selection import BestSingle, EnsembleSelection, greedy_selection
 from sbfn_dist.combiners.stacking import ProbabilityNNLS
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.evaluation.diagnostics import nll
 from sbfn_dist.experiment import run_trial, run_trials
-from sbfn_dist.interfaces.stacking import COMBINERS, SBFNStackingClassifier
-from sbfn_dist.settings import records
+from sbfn_dist.interfaces.stacking_estimators import COMBINERS, SBFNStackingClassifier
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.tasks import PLUGIN_HEADS, PRACTITIONERS, TASKS
 from sweeps import Sweep

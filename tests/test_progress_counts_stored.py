@@ -5,8 +5,8 @@ not "stopped early", and the last line's folds are the ones the store holds (iss
 from types import SimpleNamespace
 
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.run.fold_means import summarise_pack
 from sweeps.engine.run.progress import ProgressLine, StoredFolds
-from sweeps.engine.run.summaries import summarise_pack
 
 
 def a_trial(key: str, status: str, folds_done: int, planned: int = 3) -> SimpleNamespace:

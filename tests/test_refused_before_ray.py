@@ -109,7 +109,7 @@ def test_images_too_small_for_the_members_are_refused_before_ray(tmp_path, capsy
     """3x3 images were refused inside each trial ("1 configurations with results, 1 failed")."""
     import numpy as np
 
-    from sweeps.commands.images import ANY, main_for
+    from sweeps.commands.image_sweeps import ANY, main_for
     data = tmp_path / "tiny.npz"
     rng = np.random.default_rng(0)
     np.savez(data, x=rng.random((60, 3, 3)).astype("float32"), y=np.arange(60) % 2)

@@ -1,14 +1,14 @@
 """A --resume compares the data a sweep was created on with the data now (sweep.json's stamps,
-sbfn_dist.settings.catalog.contents_stamp): a folder of images whose contents changed is
+sbfn_dist.catalog.contents_stamp): a folder of images whose contents changed is
 refused, as a changed CSV is (issue 48, item 2)."""
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.settings import catalog
-from sweeps.engine.before_ray import refuse_another_sweep
+from sweeps.engine.checks import refuse_another_sweep
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.planning import SweepOptions
 

@@ -8,13 +8,13 @@ import argparse
 import pytest
 
 from sbfn_dist.settings.fields import Ctx, field
-from sweeps.commands import images, tabular
-from sweeps.commands.common import AXIS_FLAGS, SMOKE_KEEPS
-from sweeps.engine.plan.grids import RIDE_ALONG
+from sweeps.commands import image_sweeps, tabular
+from sweeps.commands.cli import AXIS_FLAGS, SMOKE_KEEPS
+from sweeps.engine.plan.grid_trials import RIDE_ALONG
 
 PARSERS = {"regression": tabular.parser("regression", ""),
            "classification": tabular.parser("classification", ""),
-           "images": images.parser_for(images.ANY)}
+           "images": image_sweeps.parser_for(image_sweeps.ANY)}
 
 
 def setting_actions():
@@ -70,9 +70,9 @@ def test_a_planned_epsilon_reaches_the_trainer_as_planned_and_is_not_checked_aga
     from sbfn_dist.combiners import ensembles
     from sbfn_dist.settings import config as config_module
     from sbfn_dist.settings.config import TrialConfig
-    from sweeps.commands.common import given_to_smoke
+    from sweeps.commands.cli import given_to_smoke
     from sweeps.engine.common.store import ResultStore
-    from sweeps.engine.plan.grids import smoke
+    from sweeps.engine.plan.grid_trials import smoke
     from sweeps.engine.plan.planning import plan_sweep
     from sweeps.engine.run import trainable, trial
 

@@ -1,4 +1,4 @@
-"""Specification of sbfn_dist.interfaces.stacking: SBFNStackingRegressor and
+"""Specification of sbfn_dist.interfaces.stacking_estimators: SBFNStackingRegressor and
 SBFNStackingClassifier, the s-BFN as the final combiner over a user's own estimators. A fit is
 one fold of run_trial's loop with the estimators as plug-ins (checked against run_trial's
 records and against the library's combiner on an out-of-fold matrix computed here with
@@ -26,10 +26,10 @@ from sbfn_dist.data.preprocess import FoldScaler
 from sbfn_dist.errors import ConfigError, DataError
 from sbfn_dist.evaluation.metrics import regression_metrics
 from sbfn_dist.folds import load_data, make_parts
+from sbfn_dist.interfaces.stacking_estimators import COMBINERS
 from sbfn_dist.runtime import fold_seed
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import defaults
-from sbfn_dist.interfaces.stacking import COMBINERS
 
 
 def regressors():

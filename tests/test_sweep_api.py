@@ -21,14 +21,14 @@ import yaml
 from sweeps import Sweep, SweepFileError, SweepResult
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
-from sweeps.commands import images
-from sweeps.engine.plan import grid_files
+from sweeps.commands import image_sweeps
 from sweeps.engine.common.environment import RAY_DEFAULTS
-from sweeps.engine.plan.planning import Planned
-from sweeps.engine.results.ranking import trials_of
-from sweeps.engine.plan.planning import plan
-from sweeps.engine.plan.grids import smoke as smoke_of
+from sweeps.engine.plan import grid_files
 from sweeps.engine.plan.grid_files import GRID_FOLDERS, grid_file
+from sweeps.engine.plan.grid_trials import smoke as smoke_of
+from sweeps.engine.plan.planning import Planned
+from sweeps.engine.plan.planning import plan
+from sweeps.engine.results.ranking import trials_of
 
 pytestmark = [pytest.mark.own_ray, pytest.mark.timeout(600)]   # the API's own Ray
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +176,7 @@ def test_each_grid_is_written_once_in_its_file_and_nowhere_in_the_modules():
 
 @pytest.mark.parametrize("name, build, argv", [
     ("heterogeneous", regression.build, ["--dataset", "appliances", "--grid", "heterogeneous"]),
-    ("mnist", images.build_for("mnist"), ["--num-gpus", "1"]),
+    ("mnist", image_sweeps.build_for("mnist"), ["--num-gpus", "1"]),
 ])
 @pytest.mark.parametrize("smoke", [[], ["--smoke"]])
 def test_a_grid_file_run_by_name_plans_what_its_command_plans(name, build, argv, smoke):
@@ -363,7 +363,7 @@ def test_in_a_jupyter_kernel_the_progress_lines_stay_in_the_cell(tmp_path):
 def split_sweep() -> tuple:
     """An image sweep's plan (ε 0 and 0.5, 2 splits: a trial per split) and a result whose
     sbfn accuracy is `SCORES` by (ε, split): ε = 0's mean is best, ε = 0.5's split 1 is."""
-    spec, _, opts = images.build_for(images.ANY)(
+    spec, _, opts = image_sweeps.build_for(image_sweeps.ANY)(
         ["--dataset", "digits", "--ensembles", "cnn", "--members", "2", "--epsilons", "0", "0.5",
          "--splits", "2", "--no-mlflow"])
     configs = plan(spec, dataclasses.replace(opts, name="x"))

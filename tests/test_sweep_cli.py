@@ -12,11 +12,11 @@ from unittest import mock
 
 import pytest
 
-from sweeps.classification import main as classification
-from sweeps.commands.images import main_for
 from sbfn_dist.interfaces.cli import main as cli_main
-from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
 from sbfn_dist.interfaces.usage import ListOf
+from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
+from sweeps.classification import main as classification
+from sweeps.commands.image_sweeps import main_for
 from sweeps.regression import build
 from sweeps.regression import main as regression
 from tests.sweep_helpers import free_port

@@ -13,9 +13,9 @@ from PIL import Image
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.folds import check_data
 from sweeps.api import Sweep
-from sweeps.commands.images import ANY, build_for, main_for
+from sweeps.commands.image_sweeps import ANY, build_for, main_for
+from sweeps.engine.checks import on_trial_device
 from sweeps.engine.plan.planning import SweepOptions, plan
-from sweeps.engine.before_ray import on_trial_device
 # own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
 from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
 
@@ -225,7 +225,7 @@ def test_a_sampled_search_runs_one_split_and_says_so(search, tmp_path, capsys, r
 def test_smoke_runs_on_a_folder_too_small_for_its_parts(folder):
     """--smoke's 256 train + 64 val + 256 test images were refused on a 37-image folder as
     if the user had asked for them: there it keeps the library's parts, which fit."""
-    from sweeps.engine.plan.grids import SMOKE, smoke
+    from sweeps.engine.plan.grid_trials import SMOKE, smoke
     spec, _, opts = build_for(ANY)(["--dataset", f"folder:{folder}", "--image-size", "8",
                                     "--smoke"])
     configs = plan(smoke(spec), opts)

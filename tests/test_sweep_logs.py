@@ -11,7 +11,7 @@ import textwrap
 
 from sweeps.engine.common.environment import RAY_DEFAULTS, ray_environment
 from sweeps.engine.plan.planning import SweepOptions
-from sweeps.engine.tell.tracking import open_experiment
+from sweeps.engine.tracking.mlflow_runs import open_experiment
 
 
 def test_mlflow_creating_its_store_says_nothing_in_a_quiet_sweep(tmp_path, capfd):

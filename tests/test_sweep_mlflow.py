@@ -268,7 +268,7 @@ def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits
     """Each split is a trial of its own: the parent's best accuracy is the best configuration's
     mean over its splits (0.65), not the luckiest split's 0.8."""
     from sweeps.engine.common.store import ResultStore
-    from sweeps.engine.tell.tracking import SweepTracker
+    from sweeps.engine.tracking.mlflow_runs import SweepTracker
     store = ResultStore(str(tmp_path / "results"))
     store.create()
     for key, fold, accuracy in (("A0", 0, 0.5), ("A1", 1, 0.8), ("B0", 0, 0.6), ("B1", 1, 0.6)):
@@ -291,7 +291,7 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
     logged it (retry) or a driver before it did (resume: a new tracker finds the run again).
     Seen on separate hosts (tests/test_cluster_hosts.py): fold 0 logged twice after a retry."""
     from sweeps.engine.common.store import ResultStore
-    from sweeps.engine.tell.tracking import SweepTracker
+    from sweeps.engine.tracking.mlflow_runs import SweepTracker
     store = ResultStore(str(tmp_path / "results"))
     store.create()
     config = {"trial_id": "A", "task": "regression", "extra": {"role": "ensemble"}}
@@ -359,7 +359,7 @@ def test_a_second_sweep_of_a_name_in_one_store_is_refused_not_nested(shared_swee
 def test_relog_to_a_store_that_is_down_names_its_own_fix(tmp_path, capsys):
     """It told the user to pass --no-mlflow, a flag relog does not have."""
     from sweeps.engine.common.store import ResultStore
-    from sweeps.engine.tell.tracking import Ledger
+    from sweeps.engine.tracking.mlflow_runs import Ledger
     from sweeps.relog import main as relog_main
     (tmp_path / "s").mkdir()
     store = ResultStore(str(tmp_path / "s"))

@@ -12,7 +12,7 @@ from sbfn_dist.errors import SbfnError
 from sweeps import Sweep
 from sweeps import __main__ as sweeps_main
 from sweeps import regression
-from sweeps.commands import images
+from sweeps.commands import image_sweeps
 from sweeps.commands import tabular
 from sweeps.engine.plan.options import DEFAULTS, OPTIONS, gpu_share
 from sweeps.engine.plan.planning import SweepOptions
@@ -31,8 +31,8 @@ def run_parser() -> argparse.ArgumentParser:
 
 PARSERS = {"sweeps.regression": lambda: tabular.parser("regression", ""),
            "sweeps.classification": lambda: tabular.parser("classification", ""),
-           "sweeps.mnist": lambda: images.parser_for("mnist"),
-           "sweeps.cifar10": lambda: images.parser_for("cifar10"),
+           "sweeps.mnist": lambda: image_sweeps.parser_for("mnist"),
+           "sweeps.cifar10": lambda: image_sweeps.parser_for("cifar10"),
            "sweeps run": run_parser}
 
 
@@ -144,7 +144,7 @@ def test_regression_ranks_by_sbfn_ls_linear_and_a_resumed_sweep_keeps_its_own(tm
     sweep.json: sbfn_ls) keeps ranking by it on --resume (its Optuna study, its best so far),
     and a --resume naming another objective is refused."""
     from sweeps.engine.plan.planning import with_objective
-    from sweeps.engine.plan.grids import regression_sweep
+    from sweeps.engine.plan.grid_trials import regression_sweep
     spec = regression_sweep("diabetes", "demo")
     assert with_objective(spec, SweepOptions(name="s", storage=str(tmp_path))).objective == \
         "sbfn_ls_linear"
@@ -185,8 +185,8 @@ def test_a_default_name_from_a_folder_s_name_is_a_name_a_sweep_may_have():
 def test_smoke_keeps_what_the_command_s_flags_named():
     """`--smoke --folds 4 --seeds 2 --competitors svm_rbf random_forest` planned 3 folds, one
     seed and SVM-RBF alone, without a word; what no flag named is shrunk as before."""
-    from sweeps.commands.common import given_to_smoke
-    from sweeps.engine.plan.grids import smoke
+    from sweeps.commands.cli import given_to_smoke
+    from sweeps.engine.plan.grid_trials import smoke
     spec, args, _ = regression.build(["--dataset", "diabetes", "--grid", "demo", "--smoke",
                                       "--folds", "4", "--seeds", "2", "--competitors", "svm_rbf",
                                       "random_forest", "--members", "2", "3", "5"])

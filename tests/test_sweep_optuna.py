@@ -14,8 +14,8 @@ from ray import tune
 
 from sbfn_dist.errors import SbfnError
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tell.study import (check_study, open_study, publish_copy, searcher, study_file,
-                                      where_note)
+from sweeps.engine.tracking.study import (check_study, open_study, publish_copy, searcher,
+                                          study_file, where_note)
 from tests.sweep_helpers import ONE_AT_A_TIME, SEARCHED, TINY, run_tiny
 
 pytestmark = pytest.mark.timeout(600)
@@ -202,7 +202,7 @@ def test_resume_with_a_damaged_study_stops_before_ray_starts(tmp_path, capsys, r
     """Through the command: exit 2, one line naming the file, and no Ray started."""
     from sweeps import regression
     from sweeps.engine.plan.planning import plan
-    from sweeps.engine.plan.grids import smoke
+    from sweeps.engine.plan.grid_trials import smoke
     args = [*TINY, *SEARCH, "--num-samples", "2", "--storage", str(tmp_path), "--name", "dmg"]
     spec, _, opts = regression.build(args)
     store = ResultStore(str(tmp_path / "dmg"))

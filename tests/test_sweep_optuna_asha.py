@@ -8,7 +8,7 @@ from optuna.trial import TrialState
 from ray import tune
 
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tell.study import open_study, searcher
+from sweeps.engine.tracking.study import open_study, searcher
 
 
 def result(folds_done: int, running_mean: float) -> dict:

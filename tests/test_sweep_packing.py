@@ -3,9 +3,9 @@
 import pytest
 
 from sbfn_dist.errors import ConfigError
+from sweeps.engine.plan.grid_trials import image_sweep, regression_sweep
 from sweeps.engine.plan.packing import PACK_MAX_PARAMETERS, member_weights, packs
 from sweeps.engine.plan.planning import SweepOptions, plan
-from sweeps.engine.plan.grids import image_sweep, regression_sweep
 
 
 def planned(spec, **overrides):

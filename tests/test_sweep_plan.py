@@ -15,9 +15,9 @@ from sbfn_dist.errors import SbfnError
 from sbfn_dist.settings import config as config_module
 from sweeps import Sweep
 from sweeps.api import SweepResult
-from sweeps.engine.run import trainable, trial
-from sweeps.engine.plan.planning import plan_sweep, points_of
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.plan.planning import plan_sweep, points_of
+from sweeps.engine.run import trainable, trial
 from tests.sweep_helpers import a_ray
 
 pytestmark = pytest.mark.timeout(600)
@@ -63,7 +63,7 @@ def ensembles(planned) -> list[int]:
 
 # ------------------------------------------------------------------ planned once, trusted after
 def test_each_configuration_is_validated_once_when_a_sweep_is_planned(tmp_path, validations):
-    from sweeps.engine.before_ray import _check_data
+    from sweeps.engine.checks import _check_data
     sweep = tiny(tmp_path)
     validations.clear()           # making the Sweep checked its definition
     planned = plan_sweep(sweep.spec, sweep.options)

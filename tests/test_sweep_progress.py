@@ -8,8 +8,8 @@ trainable's own summarise_pack from records."""
 
 from types import SimpleNamespace
 
+from sweeps.engine.run.fold_means import summarise_pack
 from sweeps.engine.run.progress import ProgressLine
-from sweeps.engine.run.summaries import summarise_pack
 
 
 def record(model: str, rmse: float, fold: int = 0) -> dict:
@@ -163,7 +163,7 @@ def failed_row(tmp_path, config: dict):
 def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
     # Seen on a fresh clone: a failed-trial row held plugin_members as a list while the parts
     # hold JSON strings, and results.parquet could no longer be written.
-    from sweeps.engine.plan.grids import regression_sweep
+    from sweeps.engine.plan.grid_trials import regression_sweep
     from sweeps.engine.plan.planning import trial_config
     config = trial_config({"n_members": 2}, regression_sweep("diabetes", "demo").base, "s")
     row = failed_row(tmp_path, config)
@@ -172,7 +172,7 @@ def test_a_failed_trial_row_is_written_beside_finished_parts(tmp_path):
 
 
 def test_a_failed_trial_row_takes_its_task_from_the_config_and_only_its_settings(tmp_path):
-    from sweeps.engine.plan.grids import classification_sweep
+    from sweeps.engine.plan.grid_trials import classification_sweep
     from sweeps.engine.plan.planning import trial_config
     base = {**classification_sweep("csv:/data/patients.csv", "demo").base, "target": "outcome"}
     config = trial_config({"combiners": [], "competitors": ["svm_rbf"], "role": "competitors"},
@@ -204,11 +204,11 @@ def test_each_failed_pack_mate_gets_its_own_error_and_a_finished_one_none(tmp_pa
     """A pack's trial raises PackMatesFailed when several of its configurations raised (the
     trainable's error: type and message of each)."""
     from sweeps.engine.run.progress import StoreKeeper
-    from sweeps.engine.plan.grids import regression_sweep
+    from sweeps.engine.plan.grid_trials import regression_sweep
     from sweeps.engine.common.store import ResultStore
     from sweeps.engine.plan.planning import folds_of, trial_config
     from sweeps.engine.run.trainable import PackMatesFailed
-    from sweeps.engine.run.summaries import error_line
+    from sweeps.engine.run.fold_means import error_line
     base = {**regression_sweep("diabetes", "demo").base, "folds": 2}
     configs = [trial_config({"n_members": m}, base, "s") for m in (2, 5, 10)]
     store = ResultStore(str(tmp_path / "s"))

@@ -20,7 +20,7 @@ import pytest
 from sklearn.dummy import DummyRegressor
 
 from sweeps import Sweep
-from sweeps.engine.outcome import failed_trials
+from sweeps.engine.summary import failed_trials
 from sweeps.engine.sweep import run_sweep
 from tests.sweep_helpers import ONE_AT_A_TIME, TINY, results
 from tests.sweep_helpers import free_port

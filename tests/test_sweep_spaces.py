@@ -4,11 +4,11 @@ import pytest
 
 from sbfn_dist.errors import ConfigError, SbfnError
 from sbfn_dist.settings.tasks import TASKS
+from sweeps.engine.plan.grid_trials import (PAPER_LAMBDA2, classification_sweep, image_sweep,
+                                            regression_sweep, smoke)
 from sweeps.engine.plan.planning import SweepOptions, plan
-from sweeps.engine.plan.grids import (PAPER_LAMBDA2, classification_sweep, image_sweep,
-                                      regression_sweep, smoke)
 from sweeps.engine.plan.planning import folds_of, trial_config, trial_key
-from sweeps.engine.run.summaries import summarise
+from sweeps.engine.run.fold_means import summarise
 
 # Fields that only trials training members use (sbfn_dist/settings/fields.py applies them there).
 MEMBER_FIELDS = ("n_members", "epsilon", "lr", "epochs", "batch_size", "width", "init_scale",

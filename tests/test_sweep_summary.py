@@ -5,9 +5,9 @@ import io
 
 import pandas as pd
 
+from sweeps.engine.plan.grid_trials import image_sweep, regression_sweep
 from sweeps.engine.plan.planning import SweepOptions
-from sweeps.engine.outcome import SweepOutcome, print_summary
-from sweeps.engine.plan.grids import image_sweep, regression_sweep
+from sweeps.engine.summary import SweepOutcome, print_summary
 
 
 def row(model, rmse, fold, role="ensemble", lr=0.03, status="ok", n_members=5, params="{}"):

@@ -15,8 +15,8 @@ hypothesis. The test rows come from the model refitted on the whole training par
 rows are never seen by a plug-in fit (docs/method.md).
 
 The plug-ins of a trial are names of the estimators registry (`registry_plugins`); those of the
-stacking estimators (sbfn_dist.interfaces.stacking) are the user's own models (`given_plugins`);
-both are fitted here, by `fit_columns`.
+stacking estimators (sbfn_dist.interfaces.stacking_estimators) are the user's own models
+(`given_plugins`); both are fitted here, by `fit_columns`.
 """
 
 import numbers

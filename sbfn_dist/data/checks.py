@@ -7,7 +7,7 @@
     images.holdout_splits     every class has an image for each part of a split
     folds.make_parts          every training part: a varying target, rows for the inner folds,
                               a stratified validation part (folds.check_parts)
-    sweeps.engine.before_ray  the same two, once per data set in the driver, before Ray starts
+    sweeps.engine.checks  the same two, once per data set in the driver, before Ray starts
     estimators                the facts that apply to the X, y given to fit
 
 Each refusal is a DataError that names the problem and the fix. Missing feature values (NaN)

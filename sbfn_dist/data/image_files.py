@@ -41,11 +41,11 @@ import zipfile
 
 import numpy as np
 
+from sbfn_dist import catalog
 from sbfn_dist.data import checks
 from sbfn_dist.data.image_data import ImageData, brief, frozen
 from sbfn_dist.data.sources import cache_dir
 from sbfn_dist.errors import DataError
-from sbfn_dist.settings import catalog
 
 CACHE_VERSION = 2           # bump when the decoding changes: old entries are then not read
 MAX_CHANNELS = 4            # a channel axis holds gray, gray+alpha, RGB or RGBA

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sbfn_dist.settings import catalog
+from sbfn_dist import catalog
 from sbfn_dist.data.checks import require_images_per_class
 from sbfn_dist.data.image_data import ImageData, brief, frozen
 from sbfn_dist.data.image_files import load_user_images
@@ -67,7 +67,7 @@ SPECS = {
     "fashion_mnist": _Spec("fashion_mnist/fashion_mnist.npz", "FashionMNIST", "FashionMNIST/raw",
                            (1, 28, 28), FASHION_CLASSES, 2, False),
     # The standard CIFAR recipe: 4-pixel padding, random 32x32 crop, random horizontal flip
-    # (whether it is on by default: sbfn_dist.settings.catalog).
+    # (whether it is on by default: sbfn_dist.catalog).
     "cifar10": _Spec("cifar10/cifar10.npz", "CIFAR10", "cifar-10-batches-py", (3, 32, 32), CIFAR10_CLASSES,
                      4, True),
     "digits": _Spec(None, None, "", (1, 8, 8), DIGIT_CLASSES, 1, False),

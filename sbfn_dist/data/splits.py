@@ -9,7 +9,7 @@ import math
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
-from sbfn_dist.settings.catalog import CATALOG
+from sbfn_dist.catalog import CATALOG
 from sbfn_dist.data.checks import require_rows
 from sbfn_dist.data.tabular import TabularData
 from sbfn_dist.errors import ConfigError, DataError

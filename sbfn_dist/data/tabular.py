@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sbfn_dist.settings import catalog
+from sbfn_dist import catalog
 from sbfn_dist.data.checks import check_table, numeric_target
 from sbfn_dist.data.sources import (
     AIR_QUALITY_FILE,

@@ -15,7 +15,7 @@ Inputs are numpy arrays: member predictions (N, M) for regression, member probab
 import numpy as np
 
 from sbfn_dist.learners.geometry import CrossEntropy, SquaredLoss
-from sbfn_dist.settings.records import DIAGNOSTICS
+from sbfn_dist.records import DIAGNOSTICS
 
 PROB_FLOOR = 1e-12          # probabilities are clipped here before a log (finite NLL)
 ECE_BINS = 15               # Guo et al. 2017's M = 15 equal-width confidence bins

@@ -692,7 +692,7 @@ def _constraint(name: str):
         return OneOf(lambda ctx: COMBINERS[ctx.task])
     if name == "n_members":       # its members are its only hypotheses (no plug-ins here)
         return Int(1, note="M = 1 is the single-hypothesis model; for your own models as "
-                           "hypotheses, sbfn_dist.interfaces.stacking")
+                           "hypotheses, sbfn_dist.interfaces.stacking_estimators")
     check = field(name).check
     return check.inner if isinstance(check, Items) else check
 

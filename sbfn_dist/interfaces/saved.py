@@ -80,8 +80,8 @@ INLINE_MAX = 256
 # table: the manifest names a row, never a module to import).
 ESTIMATORS = {"SBFNRegressor": "sbfn_dist.interfaces.estimators",
               "SBFNClassifier": "sbfn_dist.interfaces.estimators",
-              "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking",
-              "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking"}
+              "SBFNStackingRegressor": "sbfn_dist.interfaces.stacking_estimators",
+              "SBFNStackingClassifier": "sbfn_dist.interfaces.stacking_estimators"}
 # Library classes whose instances are data only (their methods read attributes set by fit):
 # restored by setting those attributes on an instance made with object.__new__.
 BAGS = {c.__name__: c for c in (FoldScaler, MemberBasis, KMeansBasis, SBFNLeastSquares,

@@ -7,7 +7,7 @@ column. The full analysis (quartiles, intervals, tests) lives in the analysis la
 
 import pandas as pd
 
-from sbfn_dist.settings.records import model_label
+from sbfn_dist.records import model_label
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER
 
 

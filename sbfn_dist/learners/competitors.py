@@ -25,8 +25,8 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.svm import SVC, SVR
 
-from sbfn_dist.settings.imports import estimator_class
 from sbfn_dist.settings.tasks import ESTIMATORS
+from sbfn_dist.user_code import estimator_class
 
 
 def _grid(**axes) -> list[dict]:

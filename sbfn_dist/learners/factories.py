@@ -33,7 +33,7 @@ from torch.nn.parameter import is_lazy
 
 from sbfn_dist.errors import ConfigError
 from sbfn_dist.learners.cnn import STRATEGIES, check_images, runs_grouped
-from sbfn_dist.settings.imports import import_factory, named_error
+from sbfn_dist.user_code import import_factory, named_error
 
 DUMMY_BATCH = 2     # the planning check's batch: BatchNorm needs two values per channel
 

@@ -20,8 +20,8 @@ the one way to a plain dict, for what writes one (JSON, MLflow's params).
 import os
 from collections.abc import Mapping
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, did_you_mean
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (BY_NAME, FIELDS, LIST_FIELDS_COMMAND, TRIAL_FIELDS, Ctx,
                                        Items, refusal)
 from sbfn_dist.settings.tasks import PLUGIN_HEADS, TASKS, Task

@@ -13,7 +13,7 @@ the modality. `est` is the scikit-learn estimators' default where it differs, wi
 Regression defaults follow the paper's Table "hyper"; image defaults its section "Deep Base
 Learners" (T = 3, eta_alpha = 0.1) with a CPU-friendly recipe; docs/method.md has the reasons.
 
-Torch-free on purpose: the analysis layer reads it through `sbfn_dist.settings.records`.
+Torch-free on purpose: the analysis layer reads it through `sbfn_dist.records`.
 """
 
 import math
@@ -21,13 +21,13 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import DataError, did_you_mean
-from sbfn_dist.settings import catalog
-from sbfn_dist.settings.imports import (estimator_class, import_estimator, import_factory,
-                                        is_factory_path)
 from sbfn_dist.settings.tasks import (CLOSED_FORM, ESTIMATORS, ITERATIVE, LEARNED_HEADS,
                                       PLUGIN_HEADS, SBFN_HEADS, STACKED, STACKED_HEADS,
                                       TASKS)
+from sbfn_dist.user_code import (estimator_class, import_estimator, import_factory,
+                                 is_factory_path)
 
 # ------------------------------------------------------------------------- vocabularies
 # The command that prints this table (sbfn_dist/interfaces/usage.py), named in errors.

@@ -1,3 +1,4 @@
-"""What the sweep commands share (the commands themselves are sweeps/<name>.py): the common
-options, the run and its error handling (common.py), the tabular and image commands (tabular.py,
-images.py) and the paper's appendix sweep (appendix.py)."""
+"""Floor 7 of the house (with sweeps/tools/), what the sweep commands share (the commands
+themselves are sweeps/<name>.py, floor 8): the common options, the run and its error handling
+(cli.py), the tabular and image commands (tabular.py, image_sweeps.py) and the paper's appendix
+sweep's trials and centres (basis_trials.py)."""

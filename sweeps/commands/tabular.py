@@ -1,18 +1,18 @@
 """The command of the tabular sweeps, for either task (`sweeps.regression`,
 `sweeps.classification`): the grid's options on top of the common ones
-(sweeps/commands/common.py)."""
+(sweeps/commands/cli.py)."""
 
 import functools
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import ListOf
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
+from sweeps.commands.cli import common_parser, given_axes, options, run, values_flag
 from sweeps.engine.plan.grid_files import grid_names, named_grid
+from sweeps.engine.plan.grid_trials import RIDE_ALONG, tabular_sweep
 from sweeps.engine.plan.options import SEEDS
-from sweeps.engine.plan.grids import RIDE_ALONG, tabular_sweep
 
 
 # What the command runs when --dataset / --grid are left out (the grids: sweeps/grids/<task>/).

@@ -1,12 +1,14 @@
-"""A sweep run: its plan checked before Ray starts (before_ray.py), the results directory
-claimed, the trials run through Ray Tune (tune.py), the outcome printed (outcome.py).
+"""A sweep run: its plan checked before Ray starts (checks.py), the results directory
+claimed, the trials run through Ray Tune (tune.py), the outcome printed (summary.py).
 
     results/<name>/  sweep.json, parts/, results.parquet, tune/ (Ray Tune's experiment),
                      mlflow.db + mlartifacts/ (default tracking store),
-                     optuna.db (--search optuna: the study, sweeps/engine/tell/study.py)
+                     optuna.db (--search optuna: the study, sweeps/engine/tracking/study.py)
 
 Ray is imported only once the sweep's environment is set (common/environment.py): tune.py, the
-Ray side of a run, is imported inside the claimed run, this floor's one such import.
+Ray side of a run, is imported inside the claimed run. The module's other imports inside a
+function are doors of the same kind (tests/test_layers.py, DOORS): tracking/study.py (Optuna, for
+an Optuna sweep only) and run/estimate.py (torch, an image grid's dry run timing its members).
 """
 
 import math
@@ -14,15 +16,14 @@ import sys
 import time
 import uuid
 
+from sbfn_dist.records import metric_of
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.records import metric_of
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.before_ray import (check_before_ray, dry_run_scope, print_plan,
-                                      refuse_another_sweep, small_space_note, trial_count)
+from sweeps.engine.checks import (check_before_ray, dry_run_scope, print_plan,
+                                  refuse_another_sweep, small_space_note, trial_count)
 from sweeps.engine.common.environment import ray_environment
 from sweeps.engine.common.store import RESULTS_FILE, ResultStore
-from sweeps.engine.outcome import SweepOutcome, print_summary
-from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.grid_trials import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan_sweep, result_store,
                                          shared, trial_packs, trial_slots, with_objective)
 from sweeps.engine.plan.ranges import is_range, space_size
@@ -30,7 +31,8 @@ from sweeps.engine.results.keep_best import keep_only
 from sweeps.engine.results.ranking import best_means, best_row, trials_of
 from sweeps.engine.run.claim import Claim, take_over
 from sweeps.engine.run.interruption import Interruption
-from sweeps.engine.tell.tracking import SWEEP_ID
+from sweeps.engine.summary import SweepOutcome, print_summary
+from sweeps.engine.tracking.mlflow_runs import SWEEP_ID
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, out=None) -> SweepOutcome | None:
@@ -89,7 +91,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
     configs = planned.configs
     spec_record = _check_store(store, spec, opts, configs, stamps)
     if opts.search == "optuna":
-        from sweeps.engine.tell.study import check_study
+        from sweeps.engine.tracking.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume, spec.axes)
     from sweeps.engine import tune  # Ray: imported only now, in the sweep's environment
     # The MLflow store's set-up overlaps ray.init.
@@ -207,7 +209,7 @@ def expected(configs: list[TrialConfig], opts: SweepOptions) -> tuple[int, int]:
 def _study_note(opts: SweepOptions, store: ResultStore) -> str:
     if opts.search != "optuna":
         return ""
-    from sweeps.engine.tell.study import where_note
+    from sweeps.engine.tracking.study import where_note
     return where_note(store)
 
 
@@ -215,5 +217,5 @@ def _finish_study(opts: SweepOptions, store: ResultStore) -> tuple[str | None, s
     """The study's URL and its copy beside remote results (made now), for the summary."""
     if opts.search != "optuna":
         return None, None
-    from sweeps.engine.tell.study import publish_copy, study_url
+    from sweeps.engine.tracking.study import publish_copy, study_url
     return study_url(store), publish_copy(store)

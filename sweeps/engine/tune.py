@@ -12,26 +12,26 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.records import metric_of
 from sbfn_dist.settings.config import TrialConfig
-from sbfn_dist.settings.records import metric_of
+from sweeps.engine.checks import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import FULL, TUNE_DIR, ResultStore, StorageError
 from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
-from sweeps.engine.plan.grids import SweepSpec
+from sweeps.engine.plan.grid_trials import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
                                          settings_of, trial_slots)
 from sweeps.engine.results.ranking import configuration_ids
 from sweeps.engine.run.claim import Claim
 from sweeps.engine.run.mps import under_mps
 from sweeps.engine.run.progress import ProgressLine, StoredFolds, StoreKeeper
-from sweeps.engine.before_ray import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.run.resources import (check_trial_fits, connect, filling_slots,
                                          on_another_node, other_nodes_see)
 from sweeps.engine.run.search import PlannedSearch, random_search, sampled_space
 from sweeps.engine.run.trainable import sweep_trainable
-from sweeps.engine.tell.mlflow_logger import MLflowSweepLogger
-from sweeps.engine.tell.tracking import (compared_settings, open_experiment,
-                                         refuse_another_sweeps_runs)
+from sweeps.engine.tracking.mlflow_logger import MLflowSweepLogger
+from sweeps.engine.tracking.mlflow_runs import (compared_settings, open_experiment,
+                                                refuse_another_sweeps_runs)
 
 
 def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStore,
@@ -55,7 +55,7 @@ def connect_ray(opts: SweepOptions, held: Claim, interruption, store: ResultStor
 
 def _check_data_elsewhere(configs: list[TrialConfig], opts: SweepOptions) -> None:
     """The data checked on another of the cluster's machines, as before Ray here
-    (before_ray.py): data of the head's disk alone fails every trial on the others, each
+    (checks.py): data of the head's disk alone fails every trial on the others, each
     retry, each with the same long error."""
     answer = on_another_node(cluster_data_problem, data_check_configs(configs, opts))
     if answer is None:          # a cluster of one machine; or no answer: the trials check it
@@ -336,11 +336,11 @@ def _search(spec: SweepSpec, opts: SweepOptions, store: ResultStore, planned: Pl
 
 
 def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: int):
-    """OptunaSearch with a seeded TPE on the sweep's study file (sweeps/engine/tell/study.py), or
+    """OptunaSearch with a seeded TPE on the sweep's study file (engine/tracking/study.py), or
     Tune's seeded random generator (--search random)."""
     if opts.search == "random":
         return random_search(opts.search_seed, opts.max_concurrent)
-    from sweeps.engine.tell.study import open_study, searcher
+    from sweeps.engine.tracking.study import open_study, searcher
     labels = {"sweep": opts.name, "dataset": spec.dataset, "grid": spec.grid,
               "objective": f"CV mean {metric_of(spec.task)} of "
                            f"{opts.objective or 'the best model'}"}

@@ -6,7 +6,8 @@
     <root>/results.parquet       every part in one table, merged by the driver when a run ends
                                  (finished, interrupted or failed); while a run goes on, parts/
                                  is the table (analysis.collect reads it)
-    <root>/mlflow-unlogged.json  MLflow logging that did not reach the store (engine/tell/tracking.py)
+    <root>/mlflow-unlogged.json  MLflow logging that did not reach the store
+                                 (engine/tracking/mlflow_runs.py)
     <root>/tune/                 Ray Tune's experiment: its saved state, read back by --resume
 
 Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites

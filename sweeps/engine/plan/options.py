@@ -141,7 +141,7 @@ PAPER_FORMS = {"regression": "sbfn_ls", "classification": "sbfn"}
 SEARCHES = ("grid", "optuna", "random")
 SEARCH = Kind(f"one of {', '.join(SEARCHES)}", _one_of(SEARCHES), choices=SEARCHES)
 # best: each trial saves its objective model per fold, and the sweep's end deletes all but the
-# best configuration's (sweeps/engine/export.py); none: nothing saved, an export refits.
+# best configuration's (sweeps/engine/model_export.py); none: nothing saved, an export refits.
 KEEPS = ("best", "none")
 KEEP = Kind(f"one of {', '.join(KEEPS)}", _one_of(KEEPS), choices=KEEPS)
 

@@ -37,7 +37,7 @@ from sbfn_dist.settings.config import TrialConfig, absolute_paths
 from sbfn_dist.settings.fields import field as config_field
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide, mask
-from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
 from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
 from sweeps.engine.plan.options import DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, gpu_share
 from sweeps.engine.plan.packing import PACK_MODES, packs
@@ -65,7 +65,7 @@ class SweepOptions:
     max_failures: int = DEFAULT["max_failures"]
     pack: str = DEFAULT["pack"]             # configurations training together (engine/packing.py)
     mps: str = DEFAULT["mps"]               # trials sharing a GPU under CUDA MPS (engine/mps.py)
-    keep_models: str = DEFAULT["keep_models"]   # best: trials keep fitted models (engine/export.py)
+    keep_models: str = DEFAULT["keep_models"]   # best: trials keep fitted models (model_export.py)
     node_wait_s: float | None = DEFAULT["node_wait_s"]  # for a node that fits a trial; None: 0
                                         # locally, 600 s on a cluster (its autoscaler may start
                                         # from no worker)
@@ -393,7 +393,7 @@ def at_bounds(spec: SweepSpec) -> SweepSpec:
 
 def _refuse_seeds_in_a_search(spec: SweepSpec, opts: SweepOptions) -> None:
     """A sampled search draws the axes' points and runs each with seed 0: more seeds asked of
-    it were dropped without a word (an image sweep's --splits is refused alike, grids.py)."""
+    it were dropped without a word (an image sweep's --splits is refused alike, grid_trials.py)."""
     seeds = spec.repeat_axis.get("seed", ())
     if opts.search != "grid" and len(seeds) > 1:
         raise ConfigError("--seeds", len(seeds), f"1 with --search {opts.search} (a sampled "

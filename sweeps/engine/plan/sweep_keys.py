@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS, field
 from sweeps.engine.common.yaml_text import not_text
 from sweeps.engine.plan import options as run_options

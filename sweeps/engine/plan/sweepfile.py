@@ -24,11 +24,11 @@ The keys and their checks are sweep_keys.py's; the named grids, files too, grid_
 
 import re
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, SbfnError
-from sbfn_dist.settings import catalog
 from sweeps.engine.plan import options as run_options
 from sweeps.engine.plan.grid_files import Grid, grid_of, image_grid, named_grid
-from sweeps.engine.plan.grids import SweepSpec, grid_sweep, image_sweep, smoke
+from sweeps.engine.plan.grid_trials import SweepSpec, grid_sweep, image_sweep, smoke
 from sweeps.engine.plan.planning import SweepOptions, plan
 from sweeps.engine.plan.ranges import refuse_range_in_settings
 from sweeps.engine.plan.sweep_keys import SWEEP_OWN, SweepFileError, checked

@@ -1,3 +1,4 @@
-"""Floor 3 of the engine, what a sweep leaves: how its configurations rank (ranking.py), a
-finished sweep read back (recorded.py), a configuration's model fitted again for its export
-(refit.py) and the kept models pruned to the best (keep_best.py)."""
+"""Floor 5 of the house (with tracking/), what a sweep leaves: how its configurations rank
+(ranking.py), a finished sweep read back (recorded.py), a configuration's model fitted again for
+its export (refit.py) and the kept models pruned to the best (keep_best.py). It imports nothing
+of tracking/, which reads it."""

@@ -1,5 +1,5 @@
 """How a sweep's configurations rank: the one ranking SweepResult.best (sweeps/api.py), the
-end of a --keep-models best run and the table a run prints at its end (sweeps/engine/outcome.py)
+end of a --keep-models best run and the table a run prints at its end (sweeps/engine/summary.py)
 use. A configuration ranks only once it has every fold it planned: a mean over fewer folds
 (ASHA stopped it, or the run was interrupted) is not comparable with one over all of them.
 

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from sbfn_dist.errors import SbfnError
+from sbfn_dist.records import COLUMNS
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import BY_NAME, Int, Maybe, Real
-from sbfn_dist.settings.records import COLUMNS
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.planning import trial_key

@@ -11,7 +11,7 @@ import json
 
 import pyarrow.fs as pafs
 
-from sweeps.engine.run.summaries import setting_label
+from sweeps.engine.run.fold_means import setting_label
 
 
 KEPT = "models"          # under the results directory

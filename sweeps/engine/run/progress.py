@@ -16,11 +16,11 @@ from collections import Counter
 from ray import cloudpickle
 from ray.tune import Callback
 
-from sbfn_dist.settings import records
+from sbfn_dist import records
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.plan.grids import axis_text
+from sweeps.engine.plan.grid_trials import axis_text
 from sweeps.engine.plan.planning import folds_of, points_of, settings_of
-from sweeps.engine.run.summaries import error_line
+from sweeps.engine.run.fold_means import error_line
 from sweeps.engine.run.trainable import PackMatesFailed
 
 
@@ -280,7 +280,7 @@ class ProgressLine(Callback):
 
 
 def _summaries(trial) -> dict:
-    """Each configuration's running summary (sweeps.engine.run.summaries.summarise) by trial key."""
+    """Each configuration's running summary (run/fold_means.summarise) by trial key."""
     return (trial.last_result or {}).get("configs") or {}
 
 

@@ -42,7 +42,7 @@ def connect(address: str | None, num_cpus: int | None, num_gpus: float,
         _check_reachable(address)
         ray.init(address=address, logging_level=level, log_to_driver=True)
         return f"the Ray cluster at {address}", None
-    # (--num-gpus beyond this machine's: refused before Ray, sweeps/engine/before_ray.py)
+    # (--num-gpus beyond this machine's: refused before Ray, sweeps/engine/checks.py)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # bind 127.0.0.1
     # "local": a new Ray of our own. Without it ray.init joins the cluster named in Ray's temp
     # folder (ray_current_cluster: a live `ray start --head`, or one stopped by a signal) and

@@ -1,6 +1,7 @@
 """Ray Tune's searchers. `--search grid`: the planned configurations, one trial at a time
 (PlannedSearch). `--search optuna` and `random`: draws from the sweep's axes (`sampled_space`),
-by Optuna's TPE (sweeps/engine/tell/study.py) or by Tune's own random generator (`random_search`).
+by Optuna's TPE (sweeps/engine/tracking/study.py) or by Tune's own random generator
+(`random_search`).
 
 A grid trial's config is its planned point (sweeps.engine.plan.planning): the settings the grid
 varied and the trial_id, or {"pack": [point, ...]} for a pack, so that Tune's ResultGrid shows

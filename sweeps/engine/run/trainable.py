@@ -29,7 +29,7 @@ from ray import tune
 from sweeps.engine.common.collector import import_then_freeze
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.plan.planning import Planned
-from sweeps.engine.run.summaries import error_line, summarise_pack
+from sweeps.engine.run.fold_means import error_line, summarise_pack
 
 
 # Tune's logger in a trial's worker: its INFO lines say what the sweep's progress line says.

@@ -3,7 +3,8 @@ competitors, plug-in hypotheses) and a user's member network factory (`package.m
 the `ensemble` setting). Imported (and a model built) once when the setting is checked, so a typo
 or an unusable object is refused, with the import's own error in one line, before any work
 starts. Importing a path runs the user's code, trusted as any Python import is. scikit-learn is
-imported only when a model path is given (the settings stay free of it and of torch)."""
+imported only when a model path is given (the settings stay free of it and of torch). A room of
+the library's floor 0: settings/fields.py checks a path with it, learners/ builds from it."""
 
 import importlib
 import inspect

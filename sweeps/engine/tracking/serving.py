@@ -73,10 +73,11 @@ def pyfunc_model():
 
 # The MLflow model's code (MLflow's "models from code"): a file logged with the model, run when
 # it loads, instead of a pickle of the wrapper -- nothing in the logged model is a pickle.
-# (Models logged before this module existed import pyfunc_model from sweeps.engine.export,
-# which still has it.)
+# (Models logged before this module existed import pyfunc_model from sweeps.engine.export, and
+# those logged before issue 49's renames from sweeps.engine.tell.serving: both old names still
+# load, sweeps/engine/__init__.py, MOVED.)
 MODEL_CODE = """import mlflow
-from sweeps.engine.tell.serving import pyfunc_model
+from sweeps.engine.tracking.serving import pyfunc_model
 
 mlflow.models.set_model(pyfunc_model()())
 """

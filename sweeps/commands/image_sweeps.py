@@ -14,13 +14,13 @@ options (Ray, storage, MLflow, resume, --set epochs=... n_train=... for a reduce
 
 from dataclasses import replace
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import ListOf
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import (ARCHITECTURES, HETEROGENEOUS, HOMOGENEOUS, MEMBER_SEPARATOR,
                                        defaults)
-from sweeps.commands.common import common_parser, given_axes, options, run, values_flag
-from sweeps.engine.plan.grids import image_sweep
+from sweeps.commands.cli import common_parser, given_axes, options, run, values_flag
+from sweeps.engine.plan.grid_trials import image_sweep
 from sweeps.engine.plan.planning import SweepOptions
 
 

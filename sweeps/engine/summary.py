@@ -11,14 +11,14 @@ from analysis.collect import normalise
 from analysis.stats import PairedTest
 from analysis.verdict import comparators, verdict_lines, verdicts
 from sbfn_dist.interfaces.summary import comparison_table
-from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS
 from sweeps.engine.common.next_steps import console_script, installed, python_module
-from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
 from sweeps.engine.plan.options import PAPER_FORMS
 from sweeps.engine.plan.planning import Planned, SweepOptions, result_store
 from sweeps.engine.results.ranking import by_configuration, planned_folds, with_every_fold
-from sweeps.engine.tell.tracking import ui_hint
+from sweeps.engine.tracking.mlflow_runs import ui_hint
 
 
 @dataclass

@@ -12,8 +12,8 @@ from sweeps.engine.common.environment import values_while
 from sweeps.engine.common.tracking_uri import artifacts_beside, login
 from sweeps.engine.results.recorded import Finished
 from sweeps.engine.results.refit import Refit
-from sweeps.engine.tell.serving import ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN
-from sweeps.engine.tell.tracking import SweepTracker, client_environment
+from sweeps.engine.tracking.mlflow_runs import SweepTracker, client_environment
+from sweeps.engine.tracking.serving import ARTIFACT, MODEL_CODE, TRUSTED, SavedSBFN
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Logged:
 def log_model(finished: Finished, directory: Path, refit_: Refit, name: str, tags: dict,
               tracking_uri: str) -> Logged:
     """The saved directory as an MLflow pyfunc model of the sweep's run (found by its role tag,
-    or opened: sweeps.engine.tell.tracking), with its signature and an input example."""
+    or opened: sweeps.engine.tracking.mlflow_runs), with its signature and an input example."""
     import mlflow
     from mlflow.models import Model, infer_signature
     from mlflow.tracking._tracking_service.utils import _use_tracking_uri

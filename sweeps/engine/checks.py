@@ -2,13 +2,13 @@
 refuses in one line (the results folder is only read here; a run checks it again under its
 claim), then the plan as the dry run prints it."""
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path
-from sweeps.engine.plan.grids import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
                                          result_store, trial_packs)
 from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
@@ -39,7 +39,7 @@ def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict)
     stamps = data_stamps(configs)
     refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps)
     if opts.search == "optuna":
-        from sweeps.engine.tell.study import check_study
+        from sweeps.engine.tracking.study import check_study
         check_study(store, opts.name, opts.resume, axes)
     return stamps
 

@@ -6,8 +6,11 @@ Every column is registered in COLUMNS with its kind; the sweeps' progress and th
 the registry (is this column a hyper-parameter? a score?) instead of keeping lists of their own,
 and a test checks that run_trial emits no column the registry does not know.
 
-Torch-free on purpose: the analysis layer imports this module and nothing else of the library.
-The columns are documented in docs/results-table.md.
+Torch-free on purpose: the analysis layer reads the library through this module (and through it
+the settings' fields and tasks), the data-set catalogue (catalog.py) and the results directory's
+layout (results_dir.py), nothing else. A room of floor 2 of the library (docs/design.md): above
+settings/, below everything that writes a record. The columns are documented in
+docs/results-table.md.
 """
 
 import json
@@ -16,7 +19,6 @@ import platform
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
-from sbfn_dist.settings.catalog import prefix_of  # noqa: F401 (analysis)
 from sbfn_dist.settings.fields import (  # noqa: F401 (analysis)
     FIELDS, HETEROGENEOUS, MEMBER_SEPARATOR, Ctx)
 from sbfn_dist.settings.tasks import (  # noqa: F401 (analysis)
@@ -196,4 +198,4 @@ def check(record: dict) -> None:
     unknown = [k for k in record if k not in COLUMNS]
     if unknown:
         raise KeyError(f"record columns {unknown} are not registered in "
-                       "sbfn_dist.settings.records.COLUMNS")
+                       "sbfn_dist.records.COLUMNS")

@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field, replace
 from itertools import product
 
+from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
-from sbfn_dist.settings import catalog
 from sbfn_dist.settings.fields import defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.plan.grid_files import Grid, image_grid, named_grid

@@ -12,10 +12,10 @@
          combiner and that setting, fitted on the trial's own rows (one fold of run_trial's
          loop, sbfn_dist.interfaces.estimators), seeded as the trial seeded that fold
       -> DIR (sbfn_dist.interfaces.saved) -> an MLflow pyfunc model under the sweep's run
-         (sweeps.engine.tell.serving: the model a server answers with, and its input checks)
+         (sweeps.engine.tracking.serving: the model a server answers with, and its input checks)
 
 Its rooms: results/recorded.py (the sweep read back), results/refit.py (the rows and the refit),
-tell/mlflow_model.py (the MLflow model), tell/serving.py (what it answers when served).
+tracking/mlflow_model.py (the MLflow model), tracking/serving.py (what it answers when served).
 """
 import json
 import os
@@ -34,10 +34,11 @@ from sweeps.engine.common.next_steps import console_script, interpreter
 from sweeps.engine.common.tracking_uri import hide, mask
 from sweeps.engine.results.recorded import ExportError, Finished, check_recorded, tracking_store
 from sweeps.engine.results.refit import Refit, refit
-from sweeps.engine.tell.mlflow_model import Logged, log_model
-# pyfunc_model too: models logged before 2026-11-28 import it from here.
-from sweeps.engine.tell.serving import pyfunc_model  # noqa: F401
-from sweeps.engine.tell.tracking import first_line
+from sweeps.engine.tracking.mlflow_model import Logged, log_model
+from sweeps.engine.tracking.mlflow_runs import first_line
+# pyfunc_model too: models logged before 2026-11-28 import it from here, by the name this module
+# had then, sweeps.engine.export (sweeps/engine/__init__.py, MOVED).
+from sweeps.engine.tracking.serving import pyfunc_model  # noqa: F401
 
 
 @dataclass

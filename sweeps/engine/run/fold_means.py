@@ -6,7 +6,7 @@ import json
 import re
 
 from sbfn_dist.settings.tasks import TASKS
-from sweeps.engine.plan.grids import axis_text
+from sweeps.engine.plan.grid_trials import axis_text
 
 
 def summarise(records: list[dict], objective: str) -> dict:

@@ -12,15 +12,15 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError, near_misses
-from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS, Int, field
 from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, number_of
-from sweeps.engine.outcome import failed_trials
-from sweeps.engine.plan.grids import smoke
+from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS, Int, field
+from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.plan.options import add_flags, given
 from sweeps.engine.plan.planning import SweepOptions, result_store
 from sweeps.engine.plan.ranges import refuse_range_flag
 from sweeps.engine.plan.sweepfile import sweep_options
 from sweeps.engine.run.interruption import sigterm_as_ctrl_c
+from sweeps.engine.summary import failed_trials
 from sweeps.engine.sweep import run_sweep
 
 

@@ -1,5 +1,5 @@
 """The sweep's MLflow logger: a Ray Tune callback of the driver that queues each trial event's
-logging operations for the one thread that applies them (tracking.py: the runs' layout, why the
+logging operations for the one thread that applies them (mlflow_runs.py: the runs' layout, why the
 driver logs and why through a queue)."""
 
 import queue
@@ -11,8 +11,9 @@ from ray.tune import Callback
 
 from sweeps.engine.common.next_steps import python_module
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.tell.tracking import (COOLDOWN_S, Ledger, SweepTracker, client_environment,
-                                         describe, first_line, open_experiment)
+from sweeps.engine.tracking.mlflow_runs import (COOLDOWN_S, Ledger, SweepTracker,
+                                                client_environment, describe, first_line,
+                                                open_experiment)
 
 
 class MLflowSweepLogger(Callback):

@@ -47,7 +47,7 @@ import time
 
 from sbfn_dist import __version__
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.settings.records import REFERENCE_MODEL, metric_of
+from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.common.environment import defaults_while, quiet_libraries, values_while
 from sweeps.engine.common.next_steps import console_script
@@ -55,7 +55,7 @@ from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import first_words, login, mask
 from sweeps.engine.plan.planning import folds_of
 from sweeps.engine.results.ranking import relabelled
-from sweeps.engine.run.summaries import summarise
+from sweeps.engine.run.fold_means import summarise
 
 
 MLFLOW_PARAM_CHUNK = 100          # MlflowClient.log_batch accepts at most 100 params per call
@@ -311,7 +311,7 @@ class SweepTracker:
 
     # --- metrics ------------------------------------------------------------------------------
     def _fold(self, config: dict, fold, summary: dict, stamp: int) -> None:
-        """Each model's running CV mean at its best setting (sweeps.engine.run.summaries.summarise)
+        """Each model's running CV mean at its best setting (sweeps.engine.run.fold_means.summarise)
         as `<metric>/<model>` at step = folds done, the value the runs table shows, and fold k's
         own score of it as `<metric>/<model>/by_fold` at step k. Once per fold: a trial run again
         (a lost node's, a resumed sweep's) reports the folds it reads back from the store as

@@ -1,8 +1,9 @@
 """The data sets sbfn-dist knows: tables or images, their task, whether they come from files.
 
 Torch-free and file-free, so that a config is checked against it before anything loads (and
-the analysis layer may read it). The loaders live in `tabular.py`, `images.py` and
-`image_files.py`. Beside the names, a data set may be a path behind a prefix:
+the analysis layer may read it): a room of the library's floor 0, under settings/ and data/.
+The loaders live in data/ (`tabular.py`, `images.py`, `image_files.py`). Beside the names, a
+data set may be a path behind a prefix:
 
     csv:PATH     your table (a header row; the target column named by `target`)
     npz:PATH     your images as arrays: x (N, H, W), (N, H, W, C) or (N, C, H, W), labels y
