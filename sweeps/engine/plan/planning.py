@@ -202,7 +202,9 @@ class Planned:
 
     def __init__(self, points: list[dict], configs: list[TrialConfig],
                  sampling: Sampling | None = None):
-        self.points, self.configs, self.sampling = points, configs, sampling
+        # Planned configs, or their values as a reader holds them (trusted: planned before).
+        self.points, self.sampling = points, sampling
+        self.configs = [TrialConfig.trusted(c) for c in configs]
         self.token = uuid.uuid4().hex        # names this plan in a worker's cache (_unpacked)
         self._blob: bytes | None = None
         self._by_id: dict | None = None
