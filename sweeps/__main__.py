@@ -8,6 +8,10 @@ cifar10, mnist, fashion_mnist, images). The run options (--num-cpus, --storage, 
 ...) are every sweep command's; a flag replaces the file's key.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import functools
 import shlex

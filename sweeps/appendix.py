@@ -9,6 +9,10 @@ then writes the table and both figures to DIR/report. Runs in this process (50 s
 about a minute): no Ray needed.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import time
 from pathlib import Path

@@ -12,6 +12,10 @@ same folds. Data sets: breast_cancer, wine, iris (bundled with scikit-learn) or 
 with a class column. Common options (Ray, storage, MLflow, resume): --help.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import sys
 
 from sweeps.commands.tabular import command

@@ -7,6 +7,10 @@ Only that sweep's leftovers: the processes of the local Ray its killed driver st
 not do. Refused while a run of the sweep is going on. `--resume` does the same before it runs.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import sys
 

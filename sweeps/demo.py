@@ -9,6 +9,10 @@ records go to results/<name>/results.parquet. About 2 minutes on 2 cores.
     python -m sweeps.demo [--name NAME] [--storage DIR] [--no-mlflow]
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import sys
 import time
 

@@ -12,6 +12,10 @@ model is also logged to MLflow under the sweep's run, when the sweep had trackin
 `mlflow models serve`. docs/models.md.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import sys
 

@@ -9,6 +9,10 @@ Each trial trains one hypothesis set (M, ε, seed) and runs every fold, every co
 the same folds. Common options (Ray, storage, MLflow, resume): --help.
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import sys
 
 from sweeps.commands.tabular import command

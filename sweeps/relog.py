@@ -11,6 +11,10 @@ A server that asks for a password takes it from MLFLOW_TRACKING_USERNAME / _PASS
 USER:PASSWORD@ in --mlflow-uri, which is never printed or saved: sweeps/engine/common/tracking_uri.py).
 """
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import sys
 

@@ -138,6 +138,40 @@ def test_sigterm_while_a_sweep_is_planned_says_so_in_one_line(tmp_path):
     assert err.strip() == "interrupted: the sweep had not started; nothing was written"
 
 
+# A command run as `python -m`, with a real signal sent to itself as the import named first
+# begins: at a fixed point of its start, not after a guessed delay.
+SIGNAL_AT_IMPORT = """
+import os, runpy, signal, sys
+at, sig = sys.argv[1], getattr(signal, sys.argv[2])
+class Signal:
+    def find_spec(self, name, path=None, target=None):
+        if name == at:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), sig)
+sys.meta_path.insert(0, Signal())
+sys.argv = sys.argv[3:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("at, sig, command, said", [
+    ("sweeps.commands.cli", "SIGINT", "sweeps.regression", "had not started; nothing was written"),
+    ("sweeps.commands.cli", "SIGTERM", "sweeps.regression", "had not started; nothing was written"),
+    ("sweeps.engine.tracking.mlflow_runs", "SIGINT", "sweeps.relog", "had not started; nothing was written"),
+    ("ray", "SIGINT", "sweeps.tools.check_cluster_yaml", "stopped before it finished")])
+def test_a_command_interrupted_as_it_starts_says_so_in_one_line(tmp_path, at, sig, command, said):
+    """Ctrl-C in a command's first seconds, while its imports load, printed a KeyboardInterrupt
+    traceback (SIGTERM: exit 143, no word); so did one in a tool with no handling of its own
+    (check_cluster_yaml imports Ray as it checks its first file)."""
+    import signal
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", SIGNAL_AT_IMPORT, at, sig, command, "x.yaml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGINT, done.stderr
+    assert done.stderr.strip() == f"interrupted: the command {said}"
+
+
 @pytest.mark.parametrize("value", ["0", "100000000000000000000"])
 def test_a_seed_count_beyond_the_seeds_range_is_refused_in_one_line(tmp_path, capsys, value):
     """seeds: 10**20 in a sweep file ended in an OverflowError traceback while the grid was

@@ -22,6 +22,10 @@ listed twice, or a key file SSH cannot use.
 
 from __future__ import annotations
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import copy
 import ipaddress

@@ -18,6 +18,10 @@ so every cluster runs the server the same way:
 
 from __future__ import annotations
 
+from sweeps.engine.run.interruption import one_line_on_interrupt
+
+one_line_on_interrupt(__name__)     # before the imports below: they take seconds
+
 import argparse
 import os
 import pathlib

@@ -1,7 +1,9 @@
 """A sweep stopped by a signal as by Ctrl-C (Ray-free: the sweep holds it before Ray starts)."""
 
 import contextlib
+import functools
 import signal
+import sys
 import threading
 
 
@@ -67,3 +69,35 @@ def sigterm_as_ctrl_c():
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+def one_line_on_interrupt(name: str) -> None:
+    """Called by a command's module (`python -m sweeps.<name>`, name == "__main__") before its
+    imports, which take 1-5 s (pandas, Ray, MLflow): Ctrl-C or SIGTERM while they load, or
+    in a command with no handling of its own (relog, export, cleanup, the tools), ends it in
+    one line with status 130 -- it printed a KeyboardInterrupt traceback, or exited 143
+    without a word. The sweep commands say what they kept themselves (commands/cli.py).
+    Imported from Python (a test, a notebook: name is the module's), nothing changes."""
+    if name != "__main__":
+        return
+    signal.signal(signal.SIGTERM, _interrupt)
+    command = sys.modules["__main__"].__dict__      # the command's module, as it is run
+    sys.excepthook = functools.partial(_told_in_one_line, sys.excepthook, command)
+
+
+def _told_in_one_line(before, command: dict, kind, exc, tb) -> None:
+    if not issubclass(kind, KeyboardInterrupt):
+        return before(kind, exc, tb)
+    what = ("the command stopped before it finished" if _ran(command, tb) else
+            "the command had not started; nothing was written")
+    print(f"\ninterrupted: {what}", file=sys.stderr)
+
+
+def _ran(command: dict, tb) -> bool:
+    """Whether a function of the command's module was running (its main): else it was still
+    importing what it needs."""
+    while tb is not None:
+        if tb.tb_frame.f_globals is command and tb.tb_frame.f_code.co_name != "<module>":
+            return True
+        tb = tb.tb_next
+    return False
