@@ -100,7 +100,7 @@ def _run_pack(cfgs: list, keep=None) -> list[list[dict]]:
         ensembles = [ENSEMBLES[c.task](c, fold) if c.combiners else None for c in cfgs]
         trained = iter(train_together([e for e in ensembles if e]) if any(ensembles) else [])
         for cfg, ens, recs in zip(cfgs, ensembles, out):
-            base = records.base(cfg.to_dict(), k, fold.info)
+            base = records.base(cfg, k, fold.info)
             if ens:
                 recs += ensemble_records(cfg, fold, base, ens, next(trained), keep)
             for name in cfg.get("competitors", ()):
@@ -158,8 +158,7 @@ def ensemble_records(cfg: TrialConfig, fold: Fold, base: dict, ens=None,
                      members=None, keep=None) -> list[dict]:
     """Every combiner setting's record on one fold; `ens` and `members` when a pack trained
     them (run_trials), else the members train here. keep: see run_trials."""
-    config = cfg.to_dict()
-    row = lambda name: records.for_model(base, config, name, "sbfn")  # noqa: E731
+    row = lambda name: records.for_model(base, cfg, name, "sbfn")  # noqa: E731
     ens = ens or ENSEMBLES[cfg.task](cfg, fold)
     [members] = train_together([ens]) if members is None else [members]
     if isinstance(members, TrainingDiverged):
@@ -225,7 +224,7 @@ def competitor_records(cfg: TrialConfig, name: str, fold: Fold, base: dict) -> l
 def competitor_row(cfg: TrialConfig, fold: Fold, base: dict, name: str, params: dict, pred,
                    what: str, **seconds) -> dict:
     """The scored row of a scikit-learn model's test predictions (a competitor or a plug-in)."""
-    rec = records.for_model(base, cfg.to_dict(), name, "competitor")
+    rec = records.for_model(base, cfg, name, "competitor")
     bad = "" if np.isfinite(pred).all() else f"{what} predictions are not finite"
     return records.scored(rec, params, fold.score(pred), bad, **seconds, **_lambda2(cfg, {}))
 

@@ -16,6 +16,7 @@ docs/results-table.md.
 import json
 import math
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sbfn_dist import __version__
@@ -137,7 +138,7 @@ def model_label(name: str) -> str:
 
 
 # ------------------------------------------------------------------------- building records
-def used_settings(config: dict, combiners=(), competitors=()) -> dict:
+def used_settings(config: Mapping, combiners=(), competitors=()) -> dict:
     """The recorded config fields that a model running alone in the trial would use."""
     values = {**config, "combiners": tuple(combiners), "competitors": tuple(competitors)}
     ctx = Ctx(values)
@@ -153,7 +154,7 @@ def used_settings(config: dict, combiners=(), competitors=()) -> dict:
     return out
 
 
-def base(config: dict, fold: int, data: dict) -> dict:
+def base(config: Mapping, fold: int, data: dict) -> dict:
     """What every record of a fold shares: identity, where it was computed, data sizes and
     units, the run labels."""
     rec = {"dataset": config["dataset"], "task": config["task"], "seed": config["seed"],
@@ -163,7 +164,7 @@ def base(config: dict, fold: int, data: dict) -> dict:
     return rec
 
 
-def for_model(base_rec: dict, config: dict, model: str, family: str) -> dict:
+def for_model(base_rec: dict, config: Mapping, model: str, family: str) -> dict:
     """The base plus every setting `model` used (competitors use no member or combiner field)."""
     settings = (used_settings(config, combiners=(model,)) if family == "sbfn"
                 else used_settings(config, competitors=(model,)))
