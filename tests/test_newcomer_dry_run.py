@@ -49,3 +49,16 @@ def test_no_cpu_estimate_where_the_trials_do_not_run_a_grid_on_this_cpu(options)
     from sweeps.engine.sweep import timed_on_this_cpu
     sweep = Sweep.from_dict({**GRID, **options})
     assert not timed_on_this_cpu(sweep.trials(), sweep.options)
+
+
+def test_a_small_folder_s_rate_is_measured_too(tmp_path, monkeypatch):
+    """The tutorial's folder (3 classes of 40 images): its dry run ended in "error: config field
+    'n_test' = 3 is not allowed", a setting the user never set -- the probe tested on one image
+    of each class, below n_test's floor of 10; it tests on the trial's own test part now."""
+    from tests.test_image_files import write_folder
+    monkeypatch.setenv("SBFN_CACHE_DIR", str(tmp_path / "cache"))
+    folder = write_folder(tmp_path / "shapes", {"circle": 40, "square": 40, "triangle": 40})
+    sweep = Sweep.from_dict({"dataset": f"folder:{folder}", "folds": 1,
+                             "axes": {"n_members": [2], "ensemble": ["cnn"]},
+                             "settings": {"epochs": 1, "combiners": ["logit_mean"]}})
+    assert 0 < estimate.member_seconds(sweep.trials()[0], threads=1) < 1

@@ -23,6 +23,7 @@ from sbfn_dist.data.images import smallest_part
 from sbfn_dist.experiment import run_trial
 from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.settings.config import TrialConfig
+from sbfn_dist.settings.fields import field
 
 # Four batches of the default 128: the first step's set-up (oneDNN's kernels, channels_last
 # weights) is then a quarter of the time, not a half. The CIFAR-10 grid's three kinds at M = 2:
@@ -58,6 +59,8 @@ def member_seconds(config: TrialConfig, threads: int) -> float:
     images = min(PROBE_IMAGES, training_images(config))
     on_cpu = {"device": "cpu"} if "device" in config else {}     # as a trial without a GPU
     tested = smallest_part(load_data(TrialConfig.trusted(config)))
+    if tested < field("n_test").check.inner.lo:     # a small set (3 classes: 3): n_test's
+        tested = config.get("n_test")               # floor refused it; its own test part then
     probe = TrialConfig.from_dict({**config, **on_cpu, "epochs": 1, "n_train": images,
                                    "n_test": tested, "fold": 0, "combiners": ["logit_mean"]},
                                   optional=set(config))      # a new config: checked here
