@@ -138,6 +138,14 @@ def model_label(name: str) -> str:
 
 
 # ------------------------------------------------------------------------- building records
+def model_names(config: Mapping) -> set[str]:
+    """The models whose records a trial writes on each fold: its combiners, its competitors and
+    its plug-in members, each under its own name (tests/test_experiment.py holds run_trial to
+    it)."""
+    return {*config.get("combiners", ()), *config.get("competitors", ()),
+            *config.get("plugin_members", ())}
+
+
 def used_settings(config: Mapping, combiners=(), competitors=()) -> dict:
     """The recorded config fields that a model running alone in the trial would use."""
     values = {**config, "combiners": tuple(combiners), "competitors": tuple(competitors)}

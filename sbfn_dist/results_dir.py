@@ -50,15 +50,16 @@ def merge_is_current(fs: pafs.FileSystem, home: str) -> bool:
     return listed is None or {p.base_name for p in parts} <= set(json.loads(listed))
 
 
-def read_parquet(fs: pafs.FileSystem, path: str, footer_only: bool = False):
-    """The parquet file at `path` (a pyarrow Table; its metadata alone with `footer_only`: a
-    0-byte, cut or overwritten file has no footer), or ResultsError naming it in one line. The
-    sweeps read their parts through this too (sweeps/engine/common/store.py)."""
+def read_parquet(fs: pafs.FileSystem, path: str, footer_only: bool = False, columns=None):
+    """The parquet file at `path` (a pyarrow Table, of `columns` only if given; its metadata
+    alone with `footer_only`: a 0-byte, cut or overwritten file has no footer), or ResultsError
+    naming it in one line. The sweeps read their parts through this too
+    (sweeps/engine/common/store.py)."""
     try:
         if footer_only:
             with fs.open_input_file(path) as f:
                 return pq.read_metadata(f)
-        return pq.read_table(path, filesystem=fs)
+        return pq.read_table(path, filesystem=fs, columns=columns)
     except Exception as exc:       # pyarrow raises several types; the message is what matters
         raise ResultsError(f"{path} is not a readable parquet table ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:200]})") from None

@@ -86,6 +86,23 @@ def test_a_trial_reruns_exactly():
     assert [r["rmse"] for r in first] == [r["rmse"] for r in second]
 
 
+SMALL = {"epsilon": 0.35, "width": 16, "epochs": 2, "batch_size": 8}
+
+
+@pytest.mark.parametrize("config", [
+    dict(SMALL, dataset="diabetes", n_members=3, competitors=["ridge"], plugin_members=["knn"]),
+    dict(SMALL, dataset="wine", n_members=3, competitors=["knn"], head_calibration="temperature"),
+    dict(SMALL, dataset="diabetes", n_members=1),
+    dict(SMALL, dataset="diabetes", n_members=3, lr=1e4, init_scale=50.0, batch_size=1)],
+    ids=["plug-ins", "classification", "reference", "diverged"])
+def test_a_trial_writes_the_models_records_name(config):
+    """records.model_names is what a --resume holds a stored fold to (results/outdated.py)."""
+    from sbfn_dist.settings.config import TrialConfig
+    config = dict(config, folds=2, fold=0)
+    names = records.model_names(TrialConfig.from_dict(config))
+    assert {r["model"] for r in run_trial(config)} == names and len(names) > 1
+
+
 def test_divergence_is_a_status_not_a_crash():
     out = run_trial(dict(QUICK, dataset="diabetes", folds=3, fold=0, competitors=[],
                          competitor_grid=None, lr=1e4, init_scale=50.0, batch_size=1))

@@ -28,6 +28,7 @@ from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, plan_s
                                          shared, trial_packs, trial_slots, with_objective)
 from sweeps.engine.plan.ranges import is_range, space_size
 from sweeps.engine.results.keep_best import keep_only
+from sweeps.engine.results.outdated import outdated_on_resume, outdated_text, set_aside_outdated
 from sweeps.engine.results.ranking import best_means, best_row, trials_of
 from sweeps.engine.run.claim import Claim, take_over
 from sweeps.engine.run.interruption import Interruption
@@ -56,7 +57,11 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[TrialConfig]:
     opts = with_objective(spec, opts)
     with ray_environment(opts.verbose):
         check_before_ray(planned.configs, opts, spec.axes)
+    outdated = outdated_on_resume(result_store(opts), opts, planned.configs)
     print_plan(spec, opts, planned.configs, out)
+    if outdated:
+        print(f"  --resume: {outdated_text(outdated)}: the run sets them aside (superseded/) "
+              "and computes them again", file=out)
     if timed_on_this_cpu(planned.configs, opts):
         from sweeps.engine.run.estimate import estimate_line  # torch: an image grid's probes
         print(estimate_line(planned.configs, max(1, int(opts.cpus_per_trial)),
@@ -90,6 +95,7 @@ def _claimed(spec: SweepSpec, opts: SweepOptions, planned: Planned, store: Resul
              held: Claim, out, stamps: dict) -> SweepOutcome:
     configs = planned.configs
     spec_record = _check_store(store, spec, opts, configs, stamps)
+    set_aside_outdated(store, opts, configs, out)
     if opts.search == "optuna":
         from sweeps.engine.tracking.study import check_study
         spec_record["study"] = check_study(store, opts.name, opts.resume, spec.axes)

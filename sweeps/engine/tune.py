@@ -16,7 +16,7 @@ from sbfn_dist.records import metric_of
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.checks import cluster_data_problem, data_check_configs, on_the_cluster
 from sweeps.engine.common.environment import defaults_while
-from sweeps.engine.common.store import FULL, TUNE_DIR, ResultStore, StorageError
+from sweeps.engine.common.store import FULL, SUPERSEDED, TUNE_DIR, ResultStore, StorageError
 from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
 from sweeps.engine.plan.grid_trials import SweepSpec
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
@@ -262,6 +262,14 @@ def _lost_folds(tune_dir: str, store: ResultStore) -> dict:
             if n > len(stored.get(key, ()))}
 
 
+def _not_set_aside(lost: dict, store: ResultStore) -> dict:
+    """Of the folds lost from parts/ (_lost_folds: trial key -> how many), those not in
+    superseded/parts/, where a resume sets an earlier version's aside."""
+    aside = store.stored_folds(SUPERSEDED)
+    return {key: n - len(aside.get(key, ())) for key, n in lost.items()
+            if n > len(aside.get(key, ()))}
+
+
 def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions, store: ResultStore):
     """Tune's saved state of the sweep, or None where it cannot be read back: cut by a full
     disk (store.tune_state_problem), or saved by an older version of sweeps, whose pickles
@@ -275,13 +283,14 @@ def _restored_tuner(tune_dir: str, trainable, opts: SweepOptions, store: ResultS
     if damaged:
         return _start_again(opts, f"cannot be read back: {damaged}")
     lost = _lost_folds(tune_dir, store)
-    if lost and opts.search != "grid":
-        raise SbfnError(f"--resume: parts/ lacks {_lost_text(lost)} that the {opts.search} "
+    deleted = _not_set_aside(lost, store)     # the others were said (results/outdated.py)
+    if deleted and opts.search != "grid":
+        raise SbfnError(f"--resume: parts/ lacks {_lost_text(deleted)} that the {opts.search} "
                         "search recorded as done (deleted?); a sampled search cannot run a "
                         "finished draw again: put the parts back, or pass --name for a new "
                         "sweep")
-    if lost:
-        print(f"[{opts.name}] parts/ lacks {_lost_text(lost)} that Tune's saved state has "
+    if deleted:
+        print(f"[{opts.name}] parts/ lacks {_lost_text(deleted)} that Tune's saved state has "
               "done (deleted?): the finished trials run again, reading back every stored "
               "fold and computing the missing ones", flush=True)
     # Tune's finished trials are skipped (SKIP) unless folds were lost: then resumed too.

@@ -9,6 +9,8 @@
     <root>/mlflow-unlogged.json  MLflow logging that did not reach the store
                                  (engine/tracking/mlflow_runs.py)
     <root>/tune/                 Ray Tune's experiment: its saved state, read back by --resume
+    <root>/superseded/parts/     folds a --resume set aside: an earlier version computed them
+                                 without a model this one writes (engine/results/outdated.py)
 
 Parts are named by the trial's stable key and fold, so a rerun (retry, resume) overwrites
 instead of duplicating, and a trial that finds its fold's part already there skips the work.
@@ -39,6 +41,9 @@ from sbfn_dist.errors import SbfnError
 FULL = (errno.ENOSPC, errno.EDQUOT)     # no space left on the disk; the user's quota spent
 TUNE_DIR = "tune"                       # Ray Tune's experiment (sweeps/engine/tune.py)
 TUNE_STATE = "experiment_state-"        # its saved states, experiment_state-<time>.json
+# Folds a resume set aside, kept as they were: an earlier version's, short of a model this one
+# writes (sweeps/engine/results/outdated.py)
+SUPERSEDED = f"superseded/{PARTS_DIR}"
 # What to do about a part that cannot be read back (check_parts, the merge)
 PART_FIX = ("it holds one fold's records, cut or damaged: put back a good copy, or move it "
             "aside (e.g. into a folder of its own) and continue with --resume, which computes "
@@ -151,15 +156,33 @@ class ResultStore:
             return None
         return self._read_part_table(path).to_pandas().to_dict("records")
 
+    def part_models(self) -> dict[str, dict[int, set]]:
+        """trial key -> fold -> the models whose records its part in parts/ holds (their model
+        column alone is read)."""
+        stored: dict = {}
+        for key, fold, path in self._fold_parts():
+            models = self._read_part_table(path, columns=["model"]).column("model")
+            stored.setdefault(key, {})[fold] = set(models.to_pylist())
+        return stored
+
+    def set_aside(self, parts: list[tuple[str, int]]) -> None:
+        """Move the parts of these (trial key, fold) pairs into <root>/superseded/parts/: out of
+        the sweep (its table, a resume's read-back), kept as they were."""
+        aside = f"{self.root}/{SUPERSEDED}"
+        self.fs.create_dir(aside, recursive=True)
+        for key, fold in parts:
+            path = self.part_path(key, fold)
+            self.fs.move(path, f"{aside}/{posixpath.basename(path)}")
+
     def check_parts(self) -> None:
         """Every part readable (its footer), for --resume before Ray starts: the merge at the
         end reads them all, and a 0-byte or cut one failed it with Arrow's traceback."""
         for path in self._part_paths():
             self._read_part_table(path, footer_only=True)
 
-    def _read_part_table(self, path: str, footer_only: bool = False):
+    def _read_part_table(self, path: str, footer_only: bool = False, columns=None):
         try:
-            return read_parquet(self.fs, path, footer_only)
+            return read_parquet(self.fs, path, footer_only, columns)
         except ResultsError as exc:
             raise StorageError(f"{exc}: {PART_FIX}") from None
 
@@ -167,15 +190,21 @@ class ResultStore:
         """Every part, or only those of one trial."""
         return self._read_tables(self._part_paths(key))
 
-    def stored_folds(self) -> dict:
+    def stored_folds(self, folder: str = PARTS_DIR) -> dict:
         """trial key -> the folds whose part is in parts/ now (one listing): what a resume
-        trusts, whatever Tune's saved state says was done."""
+        trusts, whatever Tune's saved state says was done. (`folder`: the parts set aside
+        there, SUPERSEDED.)"""
         stored: dict = {}
-        for path in self._part_paths():
+        for key, fold, _ in self._fold_parts(folder):
+            stored.setdefault(key, set()).add(fold)
+        return stored
+
+    def _fold_parts(self, folder: str = PARTS_DIR):
+        """(trial key, fold, path) of each fold's part in `folder` (a failed trial's is none)."""
+        for path in self._part_paths(folder=folder):
             match = PART_NAME.fullmatch(posixpath.basename(path))
             if match and match["fold"] is not None:
-                stored.setdefault(match["key"], set()).add(int(match["fold"]))
-        return stored
+                yield match["key"], int(match["fold"]), path
 
     def has_parts(self) -> bool:
         """Some fold's records were written (in parts/, or merged in results.parquet)."""
@@ -186,13 +215,13 @@ class ResultStore:
         merge leaves them out (they were merged into results.parquet, without a word)."""
         return [name for name in self._parquet_names() if not PART_NAME.fullmatch(name)]
 
-    def _parquet_names(self) -> list[str]:
-        selector = pafs.FileSelector(f"{self.root}/{PARTS_DIR}", allow_not_found=True)
+    def _parquet_names(self, folder: str = PARTS_DIR) -> list[str]:
+        selector = pafs.FileSelector(f"{self.root}/{folder}", allow_not_found=True)
         return sorted(i.base_name for i in self.fs.get_file_info(selector)
                       if i.base_name.endswith(".parquet"))
 
-    def _part_paths(self, key: str = "") -> list:
-        return [f"{self.root}/{PARTS_DIR}/{name}" for name in self._parquet_names()
+    def _part_paths(self, key: str = "", folder: str = PARTS_DIR) -> list:
+        return [f"{self.root}/{folder}/{name}" for name in self._parquet_names(folder)
                 if PART_NAME.fullmatch(name) and name.startswith(f"{key}-" if key else "")]
 
     def _read_tables(self, paths: list) -> pd.DataFrame:
