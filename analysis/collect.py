@@ -139,6 +139,8 @@ def find_source(given: str) -> Source:
     if kind == pafs.FileType.File or stem == RESULTS_FILE:     # a table, not its sweep's directory
         name = posixpath.basename(parent) if stem == RESULTS_FILE else posixpath.splitext(stem)[0]
         return Source(fs, _parquet_files(fs, path), parent, name)
+    if stem == PARTS_DIR:
+        _refuse_parts(fs, path, given)
     merged, parts = f"{path}/{RESULTS_FILE}", f"{path}/{PARTS_DIR}"
     stale = (fs.get_file_info(merged).type != pafs.FileType.NotFound
              and not merge_is_current(fs, path))
@@ -155,6 +157,19 @@ def find_source(given: str) -> Source:
     raise ResultsError(f"{given} holds no {RESULTS_FILE} (found: {_listing(fs, path)}); pass "
                        "a sweep's results directory, written by the sweeps runner, or a parquet "
                        "file")
+
+
+def _refuse_parts(fs: pafs.FileSystem, path: str, given: str) -> None:
+    """A sweep's parts/ folder is no sweep: read as one, its report went inside parts/ and its
+    location was `..`, without the sweep's sweep.json. Refused where it is a sweep's (part files
+    there, or a sweep.json beside it); the sweep's directory reads the same parts."""
+    parent = posixpath.dirname(path)
+    parts = [f for f in _parquet_files(fs, path) if PART_NAME.fullmatch(posixpath.basename(f))]
+    if parts or fs.get_file_info(f"{parent}/{SWEEP_FILE}").type == pafs.FileType.File:
+        sweep = posixpath.dirname(given.rstrip("/")) or "."
+        raise ResultsError(f"{given} is a sweep's {PARTS_DIR}/ folder, not a sweep: pass the "
+                           f"sweep's directory, {sweep}, which reads these parts with its "
+                           f"{SWEEP_FILE} and writes the report beside them")
 
 
 def _parquet_files(fs: pafs.FileSystem, path: str) -> list:

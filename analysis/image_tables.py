@@ -12,9 +12,8 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
 from analysis.labels import ensemble_label, is_heterogeneous, model_label, model_sort_key
-from analysis.resampling import Design, design
-from analysis.stats import (PairedTest, decide, difference_interval, paired_test, t_half_width,
-                            test_cells)
+from analysis.resampling import Design, design, planned_interval, planned_test, with_design
+from analysis.stats import PairedTest, decide, t_half_width, test_cells
 from analysis.tables import in_model_order
 from sbfn_dist.records import DIAGNOSTICS
 
@@ -210,7 +209,8 @@ def heterogeneity_gain(ok: pd.DataFrame, test: PairedTest = PairedTest()) -> pd.
     rows = []
     for _, sub in ok.groupby("dataset", sort=False):
         plan = design(sub)
-        per_split = fold_values(sub, [*GAIN_KEYS, "ensemble"], "accuracy", unit=plan.unit)
+        per_split = fold_values(with_design(sub), [*GAIN_KEYS, "ensemble"], "accuracy",
+                                unit=plan.unit)
         wide = per_split.pivot_table(index=[*GAIN_KEYS, *plan.unit], columns="ensemble",
                                      values="accuracy") * 100
         mixes = [c for c in wide.columns if is_heterogeneous(c)]
@@ -237,12 +237,12 @@ def _gain_row(key: dict, g: pd.DataFrame, mix: str, test: PairedTest,
     mean = g[homogeneous].mean(axis=1)
     best = max(homogeneous, key=lambda c: g[c].mean())
     mixed = g[mix]
-    gain, half, n = difference_interval(mixed - mean, test, plan.ratio, LEVEL)
-    gain_best, half_best, _ = difference_interval(mixed - g[best], test, plan.ratio, LEVEL)
+    gain, half, n = planned_interval(mixed - mean, test, plan, LEVEL)
+    gain_best, half_best, _ = planned_interval(mixed - g[best], test, plan, LEVEL)
     return {**key, "heterogeneous": mix, "homogeneous": " ".join(homogeneous),
             "homogeneous_accuracy": mean.mean(),
             "heterogeneous_accuracy": mixed.mean(), "gain_vs_mean": gain, "half_width": half,
-            **paired_test(mixed, mean, test, plan.ratio), "best_homogeneous": best,
+            **planned_test(mixed, mean, test, plan), "best_homogeneous": best,
             "gain_vs_best": gain_best, "half_width_best": half_best, "n_splits": n,
             "size_ratio": plan.ratio}
 

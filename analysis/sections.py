@@ -22,7 +22,7 @@ from analysis.collect import Searched
 from analysis.configs import configurations, continuous_settings, log_scaled
 from analysis.document import Figure, Heading, Table, Text
 from analysis.labels import metric_label, model_label, param_label
-from analysis.stats import PairedTest, paired_test_notes
+from analysis.stats import PairedTest, no_test_notes, paired_test_notes
 from sbfn_dist.records import metric_of
 
 REGRESSION_LEVEL = 0.90         # the paper's regression intervals are 90%
@@ -92,7 +92,8 @@ def verdict_blocks(results, test: PairedTest) -> list:
     return [Heading("Verdicts"),
             Table("verdicts", "Verdicts: the s-BFN against the practitioners' combiners and the "
                   "best single hypothesis", table, verdict.verdict_view(table, test),
-                  verdict.NOTES + paired_test_notes(test, table["n_pairs"])),
+                  verdict.NOTES + paired_test_notes(test, table["n_pairs"])
+                  + no_test_notes(table)),
             *([Text(missing)] if missing else [])]
 
 
@@ -170,7 +171,8 @@ def ranking_blocks(ok: pd.DataFrame, task: str, test: PairedTest, scope: str = "
     ranks, pairs = tables.ranking(ok, task, test)
     if ranks.empty:
         return [Text(f"Ranking by {metric}{of}: skipped, fewer than two models share a fold.")]
-    notes = tables.NOTES["ranking"] + paired_test_notes(test, pairs["n_pairs"])
+    notes = tables.NOTES["ranking"] + paired_test_notes(test, pairs["n_pairs"]) \
+        + no_test_notes(pairs)
     return [Text(RANKING_AVERAGES),
             Table(f"ranking_{name}", f"Model ranking by {metric}{of}", ranks, notes=notes),
             Table(f"pairs_{name}", f"Paired tests between models ({metric}{of})", pairs,

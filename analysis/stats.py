@@ -192,6 +192,12 @@ def paired_test(a, b, test: PairedTest = PairedTest(), ratio: float = math.nan) 
     return {"statistic": stat, "p": p}
 
 
+def no_test(test: PairedTest) -> dict:
+    """paired_test's columns where there is no test (rows of several designs: resampling)."""
+    keys = ("p_left", "p_rope", "p_right") if test.bayesian else ("statistic", "p")
+    return dict.fromkeys(keys, math.nan)
+
+
 def _wilcoxon(d: np.ndarray) -> dict:
     if len(d) < 2:
         return {"statistic": float("nan"), "p": float("nan")}
@@ -236,6 +242,15 @@ def holm(pvalues) -> np.ndarray:
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     out[order] = np.maximum.accumulate(scaled)
     return out
+
+
+def no_test_notes(table) -> list:
+    """One note per data set whose comparisons have no test, saying why (the `no_test` column:
+    rows of several designs, a published split), so the table says it, not only its CSV."""
+    if "no_test" not in table:
+        return []
+    why = table.loc[table["no_test"].fillna("") != "", ["dataset", "no_test"]].drop_duplicates()
+    return [f"No test for {d}: {n}." for d, n in zip(why["dataset"], why["no_test"])]
 
 
 def paired_test_notes(test: PairedTest, n_pairs) -> list:

@@ -12,8 +12,8 @@ import pandas as pd
 
 from analysis.configs import best_index, configurations
 from analysis.labels import metric_label, model_label, model_sort_key
-from analysis.resampling import Design, design, paired_wide
-from analysis.stats import PairedTest, decide, paired_test, t_half_width
+from analysis.resampling import Design, design, paired_wide, planned_test
+from analysis.stats import PairedTest, decide, t_half_width
 from sbfn_dist.records import COLUMNS, REFERENCE_MODEL, TASKS
 
 NOTES = {
@@ -269,7 +269,7 @@ def _pairs(dataset: str, wide: pd.DataFrame, test: PairedTest, plan: Design) -> 
     models = list(wide.columns)
     rows = [{"dataset": dataset, "better": a, "worse": b,
              "mean_difference": float((wide[a] - wide[b]).mean()), "test": test.name,
-             **paired_test(wide[a], wide[b], test, plan.ratio), "n_pairs": len(wide),
+             **planned_test(wide[a], wide[b], test, plan), "n_pairs": len(wide),
              "size_ratio": plan.ratio, "no_test": plan.note}
             for i, a in enumerate(models) for b in models[i + 1:]]
     return decide(pd.DataFrame(rows), test)
@@ -357,6 +357,6 @@ def _against_reference(dataset: str, wide: pd.DataFrame, reference: str, test: P
     others = out["model"] != reference
     if not others.any():
         return out
-    tests = pd.DataFrame([paired_test(wide[reference], wide[m], test, plan.ratio)
+    tests = pd.DataFrame([planned_test(wide[reference], wide[m], test, plan)
                           for m in out.loc[others, "model"]], index=out.index[others])
     return out.join(decide(tests, test)).assign(size_ratio=plan.ratio, no_test=plan.note)

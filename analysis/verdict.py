@@ -10,8 +10,8 @@ import pandas as pd
 
 from analysis.configs import best_configuration, fold_values
 from analysis.labels import model_label
-from analysis.resampling import design
-from analysis.stats import PairedTest, decide, difference_interval, paired_test, same, test_cells
+from analysis.resampling import DESIGN_UNIT, design, planned_interval, planned_test, with_design
+from analysis.stats import PairedTest, decide, same, test_cells
 from analysis.tables import objective_model
 from sbfn_dist.records import ANCHORS, BEST_SINGLE, TASKS
 
@@ -64,22 +64,23 @@ def data_set_verdict(rows: pd.DataFrame, task: str, model: str | None,
     others = [m for m in comparators(task) if m in present and m != model]
     if model not in present or not others:
         return pd.DataFrame()
-    plan, metric = design(rows), TASKS[task].metric
+    whole, metric = design(rows), TASKS[task].metric
     ours_conf, ours = best_configuration(rows[rows["model"] == model], task)
     out = []
     for other in others:
         their_conf, theirs = best_configuration(rows[rows["model"] == other], task)
-        a, b = (fold_values(r, [], metric, unit=plan.unit).set_index(list(plan.unit))[metric]
-                for r in (ours, theirs))
+        plan = _compared_design(whole, ours, theirs)
+        a, b = (fold_values(with_design(r), [], metric, unit=plan.unit)
+                .set_index(list(plan.unit))[metric] for r in (ours, theirs))
         a, b = a.align(b, join="inner")
         if not TASKS[task].higher_is_better:            # positive = the s-BFN better
             a, b = b, a
-        mean, half, n = difference_interval(a - b, test, plan.ratio, LEVEL)
+        mean, half, n = planned_interval(a - b, test, plan, LEVEL)
         tie = same(a, b)
         out.append({"dataset": rows["dataset"].iloc[0], "task": task, "metric": metric,
                     "sbfn": model, "against": other, "mean_difference": mean,
                     "ci_low": mean - half, "ci_high": mean + half, "level": LEVEL,
-                    "test": test.name, **paired_test(a, b, test, plan.ratio), "n_pairs": n,
+                    "test": test.name, **planned_test(a, b, test, plan), "n_pairs": n,
                     "n_better": int(((a > b) & ~tie).sum()),
                     "n_worse": int(((a < b) & ~tie).sum()), "n_equal": int(tie.sum()),
                     "same_members": _calls(ours) == _calls(theirs), "size_ratio": plan.ratio,
@@ -87,6 +88,13 @@ def data_set_verdict(rows: pd.DataFrame, task: str, model: str | None,
                     "against_config": their_conf["config"]})
     table = decide(pd.DataFrame(out), test)
     return table.assign(verdict=_verdicts(table, test))
+
+
+def _compared_design(whole, ours: pd.DataFrame, theirs: pd.DataFrame):
+    """The design of two best configurations' rows where the data set holds several (`whole`):
+    both within one design are tested within it, else no test; one design's data set keeps
+    its own (its n2/n1 from all its splits)."""
+    return whole if whole.unit != DESIGN_UNIT else design(pd.concat([ours, theirs]))
 
 
 def _calls(rows: pd.DataFrame) -> set:

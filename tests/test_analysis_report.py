@@ -472,6 +472,23 @@ def test_a_sweep_whose_parts_were_never_merged_is_read_from_parts(sweeps, tmp_pa
     assert unmerged.sweeps[0].n_trials == merged.sweeps[0].n_trials == 19
 
 
+def test_a_sweep_s_parts_folder_is_refused_in_one_line_naming_the_sweep(sweeps, tmp_path,
+                                                                         capsys):
+    """Read as a sweep, parts/ wrote its report inside parts/, located the sweep as `..` and
+    lost its sweep.json (trials expected blank): the sweep's directory is the fix."""
+    home = tmp_path / "sweep"
+    (home / "parts").mkdir(parents=True)
+    for part in (sweeps[0] / "results.parquet").glob("*.parquet"):
+        (home / "parts" / part.name).write_bytes(part.read_bytes())
+    (home / "sweep.json").write_text((sweeps[0] / "sweep.json").read_text())
+    assert main([str(home / "parts")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "parts/ folder" in err
+    assert f"pass the sweep's directory, {home}," in err
+    assert not (home / "parts" / "report").exists()
+    assert load_results(home).sweeps[0].n_trials_expected == 23      # the fix works
+
+
 @pytest.mark.parametrize("case, message", [
     ("missing", "does not exist"), ("empty", "the directory is empty"),
     ("foreign", "lacks the columns"), ("corrupt", "not a readable parquet")])

@@ -114,7 +114,56 @@ def test_rows_of_two_split_schemes_get_no_test():
     table = pd.DataFrame(rows({"a": [1.0, 2.0, 3.0], "b": [2.0, 2.5, 3.9]}))
     table.loc[table["fold"] == 0, "split"] = "holdout"
     pairs = tables.ranking(table, "regression")[1]
-    assert math.isnan(pairs.loc[0, "p"]) and "2 split schemes" in pairs.loc[0, "no_test"]
+    assert math.isnan(pairs.loc[0, "p"]) and "2 resampling designs" in pairs.loc[0, "no_test"]
+
+
+def two_designs(scores_5: dict, scores_3: dict) -> pd.DataFrame:
+    """One data set swept twice (the user's demo and diabetes-width): 5-fold CV of every row,
+    and 3-fold CV of a 200-row subset, both seed 0."""
+    five = pd.DataFrame(rows(scores_5, n_train=353, n_test=89)).assign(folds=5, n_samples=None)
+    three = pd.DataFrame(rows(scores_3, n_train=133, n_test=67)).assign(folds=3, n_samples=200)
+    return pd.concat([five, three], ignore_index=True)
+
+
+def test_rows_of_two_designs_are_never_paired_and_get_no_test_naming_both():
+    """Fold 0 of the 5-fold split of 442 rows and fold 0 of the 3-fold split of 200 are other
+    test rows: 8 splits, not 5 (seed, fold)s averaging the two sweeps, and no test."""
+    a5, b5, a3, b3 = [1.0, 2.0, 3.0, 4.0, 5.0], [1.5, 2.6, 3.4, 4.7, 5.5], [9.0, 8.0, 7.0], \
+        [9.2, 8.5, 7.1]
+    ranks, pairs = tables.ranking(two_designs({"a": a5, "b": b5}, {"a": a3, "b": b3}),
+                                  "regression")
+    assert ranks["n_pairs"].tolist() == [8, 8]
+    assert ranks.set_index("model")["mean"]["a"] == pytest.approx(np.mean(a5 + a3), rel=1e-12)
+    assert math.isnan(pairs.loc[0, "p"]) and math.isnan(pairs.loc[0, "size_ratio"])
+    note = pairs.loc[0, "no_test"]
+    assert "2 resampling designs" in note
+    assert "kfold, folds 3, 200 rows" in note and "kfold, folds 5, all rows" in note
+
+
+@pytest.mark.parametrize("test", [NAIVE, PairedTest("wilcoxon"), paired_test_of("bayes", 0.1)])
+def test_two_designs_get_no_test_whatever_the_test_even_those_without_n2_n1(test):
+    table = two_designs({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": [1.5, 2.6, 3.4, 4.7, 5.5]},
+                        {"a": [9.0, 8.0, 7.0], "b": [9.2, 8.5, 7.1]})
+    pair = tables.ranking(table, "regression", test)[1].iloc[0]
+    assert pair[["p_left", "p_rope", "p_right"] if test.bayesian else ["p"]].isna().all()
+    assert not pair["significant"]
+
+
+def test_a_design_s_splits_pair_only_with_the_same_design_s():
+    """b has rows of the 3-fold design only: no split of the 5-fold design pairs with them."""
+    table = two_designs({"a": [1.0, 2.0, 3.0, 4.0, 5.0]}, {"a": [9.0, 8.0, 7.0],
+                                                           "b": [9.2, 8.5, 7.1]})
+    ranks = tables.ranking(table, "regression")[0]
+    assert ranks["n_pairs"].tolist() == [3, 3]
+    assert ranks.set_index("model")["mean"]["a"] == pytest.approx(8.0, rel=1e-12)
+
+
+def test_one_design_s_rows_are_still_tested():
+    table = two_designs({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": [1.5, 2.6, 3.4, 4.7, 5.5]}, {})
+    pair = tables.ranking(table, "regression")[1].iloc[0]
+    assert pair["no_test"] == "" and pair["p"] == pytest.approx(
+        hand_corrected(np.subtract([1.0, 2.0, 3.0, 4.0, 5.0], [1.5, 2.6, 3.4, 4.7, 5.5]),
+                       89 / 353)[1], rel=0, abs=P_TOL)
 
 
 def test_the_bayesian_correlated_t_test_is_the_posterior_student_t():

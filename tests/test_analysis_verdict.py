@@ -238,3 +238,43 @@ def test_a_verdict_line_of_one_split_prints_no_nan():
     [line] = verdict_lines(pd.DataFrame([row]), PairedTest())
     assert "nan" not in line and "no test (1 better / 0 worse; one split" in line
     assert "over 1 split," in line
+
+
+def two_design_table(n_samples) -> pd.DataFrame:
+    """regression_table as 5-fold CV of every row, and again (sweep w, other trials) as 3-fold
+    CV of the folds 0-2 with `n_samples` rows and other scores."""
+    five = regression_table().assign(folds=5, n_samples=None)
+    three = five[five["fold"] < 3].assign(
+        sweep="w", trial_id=lambda t: "w-" + t["trial_id"], folds=3, n_samples=n_samples,
+        n_train=266, n_test=134, rmse=lambda t: t["rmse"] + 20 * t["fold"])
+    return pd.concat([five, three], ignore_index=True)
+
+
+def test_a_verdict_over_two_designs_pairs_no_splits_of_different_designs():
+    """Both sweeps read all rows, 5 and 3 folds: every configuration spans the two designs, so
+    no test, and its 10 + 6 splits are never folded onto 10 (seed, fold)s."""
+    table = verdicts(two_design_table(None), PairedTest("t"), {"s": "sbfn_ls_linear"})
+    assert set(table["verdict"]) == {"no test"} and table["p"].isna().all()
+    assert table["ci_low"].isna().all() and table["mean_difference"].notna().all()
+    assert (table["n_pairs"] == 16).all()
+    assert table["no_test"].str.contains("kfold, folds 3, all rows; kfold, folds 5, all rows",
+                                         regex=False).all()
+
+
+def test_a_verdict_of_two_designs_tests_within_the_one_design_both_configurations_lie_in():
+    """n_samples is a hyper-parameter: the 3-fold sweep's 200 rows are other configurations,
+    with fewer folds, so both best configurations are the 5-fold sweep's, tested there."""
+    table = verdicts(two_design_table(200), PairedTest(), {"s": "sbfn_ls_linear"})
+    assert (table["no_test"] == "").all() and table["p"].notna().all()
+    assert (table["n_pairs"] == 10).all() and (table["size_ratio"] == 0.25).all()
+
+
+def test_the_report_says_under_the_verdicts_and_the_ranking_why_two_designs_get_no_test(
+        tmp_path):
+    home = tmp_path / "s"
+    home.mkdir()
+    two_design_table(None).to_parquet(home / "results.parquet")
+    md = (write_report(home, tmp_path / "report") / "report.md").read_text()
+    note = ("No test for d: rows of 2 resampling designs (kfold, folds 3, all rows; kfold, "
+            "folds 5, all rows) are never paired and get no test")
+    assert md.count(note) >= 3          # the verdicts, the ranking, its pairs
