@@ -40,7 +40,7 @@ import yaml
 
 from sbfn_dist.errors import SbfnError
 from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.engine.common.yaml_text import not_text
+from sweeps.engine.common.yaml_text import load_error
 from sweeps.tools.cluster_preflight import key_file_problem, preflight
 
 # Values in the shipped examples that a user must replace, and what with.
@@ -74,10 +74,8 @@ def load_config(path: str | pathlib.Path) -> dict:
                                  "YAML (e.g. cluster-local.yaml)") from None
     except OSError as exc:
         raise ClusterConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except yaml.reader.ReaderError as exc:
-        raise ClusterConfigError(f"{path}: {not_text(exc)}") from None
     except yaml.YAMLError as exc:
-        raise ClusterConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ClusterConfigError(f"{path}: {load_error(exc)}") from None
     if not isinstance(config, dict):
         raise ClusterConfigError(f"{path}: the top level must be a mapping of cluster-config keys")
     return config
