@@ -6,6 +6,7 @@ exception escaping one would fail the test; the estimators and run_trial raise a
 (SbfnError, or scikit-learn's own for what scikit-learn checks) naming the problem."""
 
 import functools
+import importlib
 import os
 import signal
 import subprocess
@@ -493,7 +494,8 @@ def test_a_sweep_file_is_refused_in_one_line_naming_the_key(text, words, flags, 
     assert not (tmp_path / "results").exists()
 
 
-# argparse refuses these itself: its usage line, then `PROG: error: ...`, exit 2.
+# argparse refuses these itself, in one line: `error: ... (--help lists every option)`, exit 2
+# (its 26-line usage block above that line was dropped: usage.Parser.error).
 FLAG_CASES = [
     ("an abbreviation", regression, ["--epsilon", "0.3"],
      "unrecognized arguments: --epsilon 0.3 (did you mean --epsilons?)"),
@@ -502,7 +504,9 @@ FLAG_CASES = [
      "--target y (target is a setting, not a flag: --set target=VALUE)"),
     ("a setting's typo as a flag", DIGITS, ["--epoch", "3"],
      "--epoch 3 (epochs is a setting, not a flag: --set epochs=VALUE)"),
-    ("a flag like none", regression, ["--foo", "1"], "--foo 1 (--help lists the flags)"),
+    ("a flag like none", regression, ["--foo", "1"], "--foo 1 (--help lists every option)"),
+    ("mnist: an abbreviation", functools.partial(main_for, "mnist"), ["--epsilon", "0.5"],
+     "unrecognized arguments: --epsilon 0.5 (did you mean --epsilons?)"),
     ("retries forever", regression, ["--max-failures", "-1"],
      "argument --max-failures: '-1' is not an integer >= 0"),
     ("a negative node wait", regression, ["--node-wait-s", "-5"],
@@ -516,6 +520,15 @@ FLAG_CASES = [
      "unrecognized arguments: --stor"),
     ("trial: an abbreviation", trial_command, ["dataset=diabetes", "--ou", "x.csv"],
      "unrecognized arguments: --ou"),
+    ("relog: a flag like none", relog_command, ["x", "--foo"], "unrecognized arguments: --foo"),
+    ("export: no results", "sweeps.export", [], "the following arguments are required: results"),
+    ("report: no results", "analysis.report", [], "the following arguments are required"),
+    ("appendix: a flag like none", "sweeps.appendix", ["--foo"], "unrecognized arguments: --foo"),
+    ("check_cluster_yaml: a flag like none", "sweeps.tools.check_cluster_yaml", ["x", "--foo"],
+     "unrecognized arguments: --foo"),
+    ("mlflow_server: a flag like none", "sweeps.tools.mlflow_server",
+     ["stop", "--store-dir", "x", "--foo"],
+     "unrecognized arguments: --foo"),
     # "" (a variable that was not set) read the data from the working directory
     ("an empty data folder", regression, ["--data-dir", ""],
      "argument --data-dir: '' is not a folder's path (was a variable in it unset?)"),
@@ -532,11 +545,15 @@ def test_a_bad_flag_is_refused_by_the_parser_in_one_line(command, argv, message,
     if command == "run":
         from sweeps import __main__ as sweeps_main
         command, argv = sweeps_main.main, ["run", "demo", *argv]
+    elif isinstance(command, str):                      # a command imported only here
+        command = importlib.import_module(command).main
     with pytest.raises(SystemExit) as exit_:
         command(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "Traceback" not in err
-    assert message in err.splitlines()[-1], err
+    [line] = err.splitlines()
+    assert line.startswith("error: ") and message in line, err
+    assert line.endswith(" (--help lists every option)"), line
 
 
 # ------------------------------------------------------------------------ the Python API

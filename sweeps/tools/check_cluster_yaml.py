@@ -39,7 +39,7 @@ import time
 import yaml
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
 from sweeps.engine.common.yaml_text import load_error
 from sweeps.tools.cluster_preflight import key_file_problem, preflight
 
@@ -261,9 +261,9 @@ def check(path: str | pathlib.Path, key: bool = True) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=HelpFormatter, allow_abbrev=False)
+    parser = Parser(prog="python -m sweeps.tools.check_cluster_yaml",
+                    description=__doc__.split("\n\n")[0],
+                    formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("paths", nargs="+", help="cluster YAML files, e.g. cluster.yaml")
     parser.add_argument("--strict", action="store_true", help="fail while placeholders are left")
     parser.add_argument("--connect", action="store_true",
