@@ -76,6 +76,21 @@ COMMANDS = [
     ("unknown grid", regression, ["--dataset", "diabetes", "--grid", "regression81"],
      ["regression81", "regression80"]),
     ("unknown data set", regression, ["--dataset", "nosuch", *SWEEP], ["nosuch", "diabetes"]),
+    ("a misspelt data set", regression, ["--dataset", "diabetis", *SWEEP],
+     ["unknown data set 'diabetis' (did you mean 'diabetes'?)"]),
+    ("a data set's name with a hyphen", regression, ["--dataset", "air-quality", *SWEEP],
+     ["(did you mean 'air_quality'?)"]),
+    # was told only the regression data sets, never where breast_cancer is swept
+    ("a classification data set to sweeps.regression", regression,
+     ["--dataset", "breast_cancer", *SWEEP],
+     ["breast_cancer is a classification data set: sweep it with python -m "
+      "sweeps.classification --dataset breast_cancer", "the regression data sets are"]),
+    ("a regression data set to sweeps.classification", classification,
+     ["--dataset", "diabetes", *SWEEP],
+     ["diabetes is a regression data set: sweep it with python -m sweeps.regression "
+      "--dataset diabetes"]),
+    ("an image data set to sweeps.regression", regression, ["--dataset", "mnist", *SWEEP],
+     ["mnist is an image data set: sweep it with python -m sweeps.images --dataset mnist"]),
     ("CSV too small for the folds", regression, ["--dataset", "{csv:tiny}", "--set", "target=y",
      "--folds", "5", *SWEEP], ["too few rows for the folds", "4 rows", "folds <= 4"]),
     ("CSV constant target", regression, ["--dataset", "{csv:constant}", "--set", "target=y",
