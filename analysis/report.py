@@ -24,6 +24,7 @@ from analysis.collect import Results, ResultsError, is_remote, load_results, ope
 from analysis.document import Contents, Heading, Table, Text, html_page, markdown, write_tables
 from analysis.stats import (DEFAULT_TEST, TESTS, PairedTest, PairedTestError,
                             paired_test_of)
+from sbfn_dist.interfaces.usage import Parser
 
 TITLE = "sbfn-dist results report"
 REPORT_DIRS = ("figures", "tables")
@@ -173,8 +174,8 @@ def default_out(first: str) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__,
-                                     allow_abbrev=False)
+    parser = Parser(prog="python -m analysis.report", description=__doc__,
+                    allow_abbrev=False)
     parser.add_argument("results", nargs="+", help="results/<sweep> directories, parquet paths, "
                         "or URIs as the sweeps' --storage takes (s3://bucket/prefix/<sweep>)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default: "

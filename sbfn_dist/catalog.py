@@ -14,7 +14,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from sbfn_dist.errors import DataError
+from sbfn_dist.errors import DataError, did_you_mean
 
 CSV_PREFIX = "csv:"
 NPZ_PREFIX = "npz:"
@@ -141,7 +141,8 @@ def lookup(name: str) -> DataSet:
     try:
         return CATALOG[name]
     except (KeyError, TypeError):
-        raise DataError(f"unknown data set {name!r}: use one of {', '.join(CATALOG)}, or "
+        near = did_you_mean(name, CATALOG) if isinstance(name, str) else ""
+        raise DataError(f"unknown data set {name!r}{near}: use one of {', '.join(CATALOG)}, or "
                         f"'csv:PATH' for your own comma-separated file with a header row, "
                         f"'npz:PATH' for your image arrays x and y, 'folder:PATH' for your "
                         f"image files in one folder per class") from None

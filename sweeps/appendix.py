@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.basis_comparison import write_appendix
-from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, bounded
+from sbfn_dist.interfaces.usage import bounded, HelpFormatter, ListOf, Parser
 from sweeps.commands.basis_trials import M_VALUES, RUNS, SWEEP, centres, run_trials
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.appendix", description=__doc__,
-                                     formatter_class=HelpFormatter, allow_abbrev=False)
+    parser = Parser(prog="python -m sweeps.appendix", description=__doc__,
+                    formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("--out", type=Path, default=Path("results") / SWEEP,
                         help="directory of the records and the report")
     parser.add_argument("--runs", type=int, default=RUNS, help="runs per (M, basis)")

@@ -15,14 +15,14 @@ import argparse
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
 from sweeps.engine.run.claim import take_over
 from sweeps.engine.common.store import ResultStore
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sweeps.cleanup", description=__doc__,
-                                formatter_class=HelpFormatter, allow_abbrev=False)
+    p = Parser(prog="python -m sweeps.cleanup", description=__doc__,
+               formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("--name", required=True, help="the sweep's name")
     p.add_argument("--storage", default="results", help="the sweep's --storage (a local "
                    "directory)")

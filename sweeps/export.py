@@ -20,15 +20,15 @@ import argparse
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
 from sweeps.api import SweepResult
 from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.model_export import report
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sweeps.export", description=__doc__,
-                                formatter_class=HelpFormatter, allow_abbrev=False)
+    p = Parser(prog="python -m sweeps.export", description=__doc__,
+               formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("results", help="the sweep's results directory (<storage>/<name>)")
     p.add_argument("--out", required=True, help="the directory to save the model to (new, "
                    "empty, or a saved model, which is replaced)")

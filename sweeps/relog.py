@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
 from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide
@@ -67,8 +67,8 @@ def apply_until_failure(tracker: SweepTracker, ops: list[dict]) -> tuple[int, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.relog", formatter_class=HelpFormatter,
-                                     description=__doc__.split("\n")[0], allow_abbrev=False)
+    parser = Parser(prog="python -m sweeps.relog", formatter_class=HelpFormatter,
+                    description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("results", help="the sweep's results directory or URI (<storage>/<name>)")
     parser.add_argument("--mlflow-uri", help="tracking URI to log to (default: the one the sweep "
                         "used, saved in mlflow-unlogged.json)")

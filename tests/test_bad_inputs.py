@@ -6,6 +6,7 @@ exception escaping one would fail the test; the estimators and run_trial raise a
 (SbfnError, or scikit-learn's own for what scikit-learn checks) naming the problem."""
 
 import functools
+import importlib
 import os
 import signal
 import subprocess
@@ -75,6 +76,21 @@ COMMANDS = [
     ("unknown grid", regression, ["--dataset", "diabetes", "--grid", "regression81"],
      ["regression81", "regression80"]),
     ("unknown data set", regression, ["--dataset", "nosuch", *SWEEP], ["nosuch", "diabetes"]),
+    ("a misspelt data set", regression, ["--dataset", "diabetis", *SWEEP],
+     ["unknown data set 'diabetis' (did you mean 'diabetes'?)"]),
+    ("a data set's name with a hyphen", regression, ["--dataset", "air-quality", *SWEEP],
+     ["(did you mean 'air_quality'?)"]),
+    # was told only the regression data sets, never where breast_cancer is swept
+    ("a classification data set to sweeps.regression", regression,
+     ["--dataset", "breast_cancer", *SWEEP],
+     ["breast_cancer is a classification data set: sweep it with python -m "
+      "sweeps.classification --dataset breast_cancer", "the regression data sets are"]),
+    ("a regression data set to sweeps.classification", classification,
+     ["--dataset", "diabetes", *SWEEP],
+     ["diabetes is a regression data set: sweep it with python -m sweeps.regression "
+      "--dataset diabetes"]),
+    ("an image data set to sweeps.regression", regression, ["--dataset", "mnist", *SWEEP],
+     ["mnist is an image data set: sweep it with python -m sweeps.images --dataset mnist"]),
     ("CSV too small for the folds", regression, ["--dataset", "{csv:tiny}", "--set", "target=y",
      "--folds", "5", *SWEEP], ["too few rows for the folds", "4 rows", "folds <= 4"]),
     ("CSV constant target", regression, ["--dataset", "{csv:constant}", "--set", "target=y",
@@ -148,12 +164,13 @@ COMMANDS = [
     ("GPU fraction above 1", DIGITS, ["--num-gpus", "1", "--gpus-per-trial", "1.5",
      "--no-mlflow"], ["--gpus-per-trial", "(0, 1]"]),
     ("setting no trial takes", regression, [*REG, "--set", "temperature=2"],
-     ["'temperature'", "applies only to"]),
+     ["'temperature' = 2 is not allowed: it applies to no trial of this sweep (tabular "
+      "regression), only to the s-BFN classification heads", "; leave it out"]),
     ("misspelt setting", regression, [*REG, "--set", "epoch=3"], ["did you mean 'epochs'"]),
     ("competitors none with names", regression, [*REG, "--competitors", "none", "svm_rbf"],
      ["'none' runs no competitor"]),
     ("image setting on a table", regression, [*REG, "--set", "n_train=100"],
-     ["'n_train'", "applies only to"]),
+     ["'n_train'", "it applies to no trial of this sweep", ", only to"]),
     ("trial: not KEY=VALUE", trial_command, ["epsilon"], ["'epsilon' is not KEY=VALUE"]),
     ("trial: epsilon out of range", trial_command, ["dataset=diabetes", "epsilon=1.5"],
      ["config field 'epsilon' = 1.5", "[0, 1]"]),
@@ -493,7 +510,8 @@ def test_a_sweep_file_is_refused_in_one_line_naming_the_key(text, words, flags, 
     assert not (tmp_path / "results").exists()
 
 
-# argparse refuses these itself: its usage line, then `PROG: error: ...`, exit 2.
+# argparse refuses these itself, in one line: `error: ... (--help lists every option)`, exit 2
+# (its 26-line usage block above that line was dropped: usage.Parser.error).
 FLAG_CASES = [
     ("an abbreviation", regression, ["--epsilon", "0.3"],
      "unrecognized arguments: --epsilon 0.3 (did you mean --epsilons?)"),
@@ -502,7 +520,9 @@ FLAG_CASES = [
      "--target y (target is a setting, not a flag: --set target=VALUE)"),
     ("a setting's typo as a flag", DIGITS, ["--epoch", "3"],
      "--epoch 3 (epochs is a setting, not a flag: --set epochs=VALUE)"),
-    ("a flag like none", regression, ["--foo", "1"], "--foo 1 (--help lists the flags)"),
+    ("a flag like none", regression, ["--foo", "1"], "--foo 1 (--help lists every option)"),
+    ("mnist: an abbreviation", functools.partial(main_for, "mnist"), ["--epsilon", "0.5"],
+     "unrecognized arguments: --epsilon 0.5 (did you mean --epsilons?)"),
     ("retries forever", regression, ["--max-failures", "-1"],
      "argument --max-failures: '-1' is not an integer >= 0"),
     ("a negative node wait", regression, ["--node-wait-s", "-5"],
@@ -516,6 +536,15 @@ FLAG_CASES = [
      "unrecognized arguments: --stor"),
     ("trial: an abbreviation", trial_command, ["dataset=diabetes", "--ou", "x.csv"],
      "unrecognized arguments: --ou"),
+    ("relog: a flag like none", relog_command, ["x", "--foo"], "unrecognized arguments: --foo"),
+    ("export: no results", "sweeps.export", [], "the following arguments are required: results"),
+    ("report: no results", "analysis.report", [], "the following arguments are required"),
+    ("appendix: a flag like none", "sweeps.appendix", ["--foo"], "unrecognized arguments: --foo"),
+    ("check_cluster_yaml: a flag like none", "sweeps.tools.check_cluster_yaml", ["x", "--foo"],
+     "unrecognized arguments: --foo"),
+    ("mlflow_server: a flag like none", "sweeps.tools.mlflow_server",
+     ["stop", "--store-dir", "x", "--foo"],
+     "unrecognized arguments: --foo"),
     # "" (a variable that was not set) read the data from the working directory
     ("an empty data folder", regression, ["--data-dir", ""],
      "argument --data-dir: '' is not a folder's path (was a variable in it unset?)"),
@@ -532,11 +561,15 @@ def test_a_bad_flag_is_refused_by_the_parser_in_one_line(command, argv, message,
     if command == "run":
         from sweeps import __main__ as sweeps_main
         command, argv = sweeps_main.main, ["run", "demo", *argv]
+    elif isinstance(command, str):                      # a command imported only here
+        command = importlib.import_module(command).main
     with pytest.raises(SystemExit) as exit_:
         command(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "Traceback" not in err
-    assert message in err.splitlines()[-1], err
+    [line] = err.splitlines()
+    assert line.startswith("error: ") and message in line, err
+    assert line.endswith(" (--help lists every option)"), line
 
 
 # ------------------------------------------------------------------------ the Python API

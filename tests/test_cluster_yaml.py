@@ -447,7 +447,8 @@ def test_the_aws_file_without_its_ssh_user_is_refused():
                                                "YAML does not allow (UTF-16 without its "
                                                "byte-order mark?)"),
     (None, "a folder, not a file; pass the path of a cluster YAML"),
-], ids=["latin-1", "UTF-16 without its mark", "a folder"])
+    (b"provider:\n\ttype: local\n", "line 2, column 1: not valid YAML: a tab in the indentation"),
+], ids=["latin-1", "UTF-16 without its mark", "a folder", "a tab"])
 def test_a_cluster_file_that_is_no_text_or_a_folder_fails_in_one_line(content, says, tmp_path,
                                                                      capsys):
     path = tmp_path / "bad.yaml"

@@ -260,13 +260,37 @@ def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys, data_dir):
     (TINY.replace("name: tiny", "name: my sweep"), r"'my sweep' may hold only ASCII letters"),
     (TINY + "preset:\n  dataset: wine\n", r"preset.dataset: the sweep's dataset is its own"),
     ("- a list\n", r"a sweep file is a mapping of keys"),
-    ("dataset: [unclosed\n", r"not valid YAML"),
+    ("dataset: [unclosed\n", r"line 1, column 10: not valid YAML: a '\[' not closed .*close "
+                             r"it with '\]'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_and_the_key(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(SweepFileError, match=message) as refused:
         Sweep.from_yaml(path)
     assert str(refused.value).startswith(f"{path}: ")
+
+
+# PyYAML's 5-7 lines of parser states (`in "<byte string>", line 7, column 2`) said in words
+@pytest.mark.parametrize("text, message", [
+    (TINY.replace("folds: 2\n", "folds: 2\n seeds: 2\n"),
+     r"line 4, column 2: not valid YAML: a key indented further than the line above it \(1 "
+     r"space; that line has 0 spaces\).*line it up"),
+    (TINY.replace("settings:", " settings:"), r"line 7, column 2: not valid YAML: a key indented "
+                                            r"differently from the keys beside it \(1 space; "
+                                            r".*has 0 spaces\): line it up"),
+    (TINY.replace("  epsilon:", "\tepsilon:"), r"line 6, column 1: not valid YAML: a tab in the "
+                                               r"indentation: indent with spaces only"),
+    (TINY + 'data_dir: "C:\\data\\x"\n', r"not valid YAML: a backslash inside \"...\" "
+                                            r"starts an escape .*single quotes"),
+    (TINY.replace("folds: 2", "folds 2"), r"line 3, column 1: not valid YAML: a line that is "
+                                          r"neither `key: value`.*add the ':'"),
+], ids=["more indented", "less indented", "tab", "backslash", "no colon"])
+def test_yaml_that_does_not_parse_is_said_in_one_line_with_its_fix(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(SweepFileError, match=message) as refused:
+        Sweep.from_yaml(path)
+    assert "\n" not in str(refused.value) and "<byte string>" not in str(refused.value)
+    assert str(refused.value).startswith(f"{path}: line ")
 
 
 def test_a_missing_file_and_a_misspelt_resource_at_run_are_refused(tmp_path):
@@ -284,6 +308,13 @@ def test_the_command_reports_a_bad_file_in_one_line(tmp_path, capsys):
     assert sweeps_main.main(["run", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {path}: unknown key 'fold'")
+
+
+def test_the_command_reports_yaml_that_does_not_parse_in_one_line(tmp_path, capsys):
+    path = write(tmp_path, TINY.replace("folds: 2", " folds: 2"))
+    assert sweeps_main.main(["run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}: line 3, column 2: "), err
 
 
 # ------------------------------------------------------------------ no global state

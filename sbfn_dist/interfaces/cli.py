@@ -22,7 +22,7 @@ from sbfn_dist.errors import SbfnError, require_writable
 from sbfn_dist.settings.fields import BY_NAME, Items
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.tasks import TASKS
-from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
+from sbfn_dist.interfaces.usage import add_list_fields, HelpFormatter, Parser
 
 def is_list(key: str) -> bool:
     """A setting whose value is a list (fields.py: Items), so `key=` is the empty list."""
@@ -55,8 +55,8 @@ def parse_assignments(items: list[str]) -> dict:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sbfn_dist", description=__doc__,
-                                formatter_class=HelpFormatter, allow_abbrev=False)
+    p = Parser(prog="python -m sbfn_dist", description=__doc__,
+               formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
                    help="trial settings (every one and its default: --list-fields)")
     p.add_argument("--out", help="write every record to this CSV file (default: print the "

@@ -12,7 +12,8 @@ import signal
 import sys
 
 from sbfn_dist.errors import SbfnError, near_misses
-from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, add_list_fields, number_of
+from sbfn_dist.interfaces.usage import (HelpFormatter, ListOf, Parser, add_list_fields,
+                                        number_of)
 from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS, Int, field
 from sweeps.engine.plan.grid_trials import smoke
 from sweeps.engine.plan.options import add_flags, given
@@ -47,7 +48,7 @@ def given_axes(args, **converted) -> dict:
     return {AXIS_FLAGS[flag]: v for flag, v in values.items() if v is not None}
 
 
-class SweepParser(argparse.ArgumentParser):
+class SweepParser(Parser):
     """A sweep command's parser: an unknown flag is told the flag it is a typo of (--epsilons
     without its s), or, if it names a setting (target), that settings go through --set."""
 
@@ -56,8 +57,9 @@ class SweepParser(argparse.ArgumentParser):
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             flags = [a for a in unknown if a.startswith("--")]
-            hint = f" ({unknown_flag_hint(flags[0], _flags_of(self))})" if flags else ""
-            self.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+            hint = unknown_flag_hint(flags[0], _flags_of(self)) if flags else ""
+            self.error(f"unrecognized arguments: {' '.join(unknown)}"
+                       + (f" ({hint})" if hint else ""))
         return parsed
 
 
@@ -76,7 +78,8 @@ TYPO = 0.8
 
 
 def unknown_flag_hint(flag: str, flags: list[str]) -> str:
-    """What an unknown long option most likely meant: a flag it is a typo of, else a setting."""
+    """What an unknown long option most likely meant: a flag it is a typo of, else a setting;
+    "" for neither (the parser's error line says where every option is listed)."""
     flag = flag.partition("=")[0]
     close = near_misses(flag, flags, TYPO)
     if close:
@@ -85,7 +88,7 @@ def unknown_flag_hint(flag: str, flags: list[str]) -> str:
     setting = near_misses(name, SETTINGS, TYPO)
     if setting:
         return f"{setting[0]} is a setting, not a flag: --set {setting[0]}=VALUE"
-    return "--help lists the flags"
+    return ""
 
 
 def common_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -39,8 +39,8 @@ import time
 import yaml
 
 from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter
-from sweeps.engine.common.yaml_text import not_text
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
+from sweeps.engine.common.yaml_text import load_error
 from sweeps.tools.cluster_preflight import key_file_problem, preflight
 
 # Values in the shipped examples that a user must replace, and what with.
@@ -74,10 +74,8 @@ def load_config(path: str | pathlib.Path) -> dict:
                                  "YAML (e.g. cluster-local.yaml)") from None
     except OSError as exc:
         raise ClusterConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except yaml.reader.ReaderError as exc:
-        raise ClusterConfigError(f"{path}: {not_text(exc)}") from None
     except yaml.YAMLError as exc:
-        raise ClusterConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ClusterConfigError(f"{path}: {load_error(exc)}") from None
     if not isinstance(config, dict):
         raise ClusterConfigError(f"{path}: the top level must be a mapping of cluster-config keys")
     return config
@@ -263,9 +261,9 @@ def check(path: str | pathlib.Path, key: bool = True) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.check_cluster_yaml",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=HelpFormatter, allow_abbrev=False)
+    parser = Parser(prog="python -m sweeps.tools.check_cluster_yaml",
+                    description=__doc__.split("\n\n")[0],
+                    formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("paths", nargs="+", help="cluster YAML files, e.g. cluster.yaml")
     parser.add_argument("--strict", action="store_true", help="fail while placeholders are left")
     parser.add_argument("--connect", action="store_true",

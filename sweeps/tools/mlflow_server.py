@@ -31,7 +31,7 @@ import sys
 import time
 import urllib.request
 
-from sbfn_dist.interfaces.usage import HelpFormatter
+from sbfn_dist.interfaces.usage import HelpFormatter, Parser
 
 HOST = "127.0.0.1"
 # The head's port (the cluster files pass it too): not MLflow's 5000, which the laptop's own
@@ -114,9 +114,9 @@ def stop(store_dir) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.tools.mlflow_server",
-                                     description=__doc__.split("\n")[0],
-                                     formatter_class=HelpFormatter, allow_abbrev=False)
+    parser = Parser(prog="python -m sweeps.tools.mlflow_server",
+                    description=__doc__.split("\n")[0],
+                    formatter_class=HelpFormatter, allow_abbrev=False)
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--store-dir", required=True, help="local dir for mlflow.db, server.log, server.pid")
     parser.add_argument("--artifact-root", help="artifact root URI (s3://BUCKET/PREFIX or a shared "

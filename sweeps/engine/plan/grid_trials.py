@@ -217,12 +217,19 @@ def _check_tabular(task: str, dataset: str, settings: dict) -> None:
                           f"every trial: one of {tuple(RIDE_ALONG[task])}")
     data = catalog.lookup(dataset)
     if data.modality != "tabular" or task not in data.tasks:
-        known = ", ".join(catalog.names("tabular", task))
-        images = ", ".join(catalog.names("image"))
-        raise ConfigError("dataset", dataset, f"a {task} data set for sweeps.{task} ({known}, "
-                          "or csv:PATH with --set target=COLUMN); an image data set ("
-                          f"{images}, {catalog.own_data('image')}) is swept by python -m "
-                          "sweeps.images --dataset NAME")
+        raise ConfigError("dataset", dataset, f"{_swept_by(dataset, data)}; the {task} data "
+                          f"sets are {', '.join(catalog.names('tabular', task))}, or csv:PATH "
+                          "with --set target=COLUMN")
+
+
+def _swept_by(dataset: str, data: catalog.DataSet) -> str:
+    """The command that sweeps a data set of another task or modality (a user who gave
+    breast_cancer to sweeps.regression was told only the regression ones)."""
+    if data.modality == "image":
+        return (f"{dataset} is an image data set: sweep it with python -m sweeps.images "
+                f"--dataset {dataset}")
+    return (f"{dataset} is a {data.task} data set: sweep it with python -m sweeps.{data.task} "
+            f"--dataset {dataset}")
 
 
 def _preset(task: str, dataset: str) -> dict:

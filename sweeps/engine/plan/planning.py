@@ -454,9 +454,9 @@ def _refuse_unused(overrides: dict, trials: list[dict], configs: list[TrialConfi
                               "grid axis, the seeds, the reference); change the grid instead "
                               "(--members, --epsilons, --ensembles, --seeds, --splits, or a sweep "
                               "file's axes)")
-        raise ConfigError(key, value, f"a setting that applies to some trial of this sweep; it "
-                          f"applies only to {config_field(key).where} (this sweep: {kind}); "
-                          "leave it out")
+        # said as what is wrong: "a setting that applies to some trial" read as if it did
+        raise ConfigError(key, value, f"it applies to no trial of this sweep ({kind}), only to "
+                          f"{config_field(key).where}; leave it out")
 
 
 def trial_slots(opts: SweepOptions) -> int:

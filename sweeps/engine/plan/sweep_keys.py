@@ -12,7 +12,7 @@ import yaml
 from sbfn_dist import catalog
 from sbfn_dist.errors import SbfnError, did_you_mean
 from sbfn_dist.settings.fields import LIST_FIELDS_COMMAND, MEMBER_SEPARATOR, TRIAL_FIELDS, field
-from sweeps.engine.common.yaml_text import not_text
+from sweeps.engine.common.yaml_text import load_error
 from sweeps.engine.plan import options as run_options
 from sweeps.engine.plan.options import COUNT, FLAG, INTEGER, MAPPING, SEEDS, TEXT, Kind
 from sweeps.engine.plan.ranges import (RANGES, Range, parse_range, refuse_range_in_list,
@@ -111,10 +111,8 @@ def load(path) -> dict:
                              ) from None
     except _DuplicateKey as exc:
         raise SweepFileError(f"{path}: {exc}") from None
-    except yaml.reader.ReaderError as exc:
-        raise SweepFileError(f"{path}: {not_text(exc)}") from None
     except yaml.YAMLError as exc:
-        raise SweepFileError(f"{path}: not valid YAML: {exc}") from None
+        raise SweepFileError(f"{path}: {load_error(exc)}") from None
     if not isinstance(definition, dict):
         raise SweepFileError(f"{path}: a sweep file is a mapping of keys (dataset: ..., axes: "
                              "...); see docs/sweeps.md")
