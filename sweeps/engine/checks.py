@@ -8,7 +8,7 @@ from sbfn_dist.folds import check_data
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path
-from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
                                          result_store, trial_packs)
 from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
@@ -242,13 +242,18 @@ def _drawn_axes(spec: SweepSpec) -> str:
                      for k, v in spec.axes.items())
 
 
-def _members_text(c: TrialConfig) -> str:
-    """A trial's hypotheses in a plan line: M and epsilon (and a reference's lr), or the
-    plug-ins alone (n_members 0 trains no member: no epsilon)."""
-    if not c.n_members:
-        return f"M=0 plug-ins={','.join(c.plugin_members)} "
-    return (f"M={c.n_members} eps={axis_text(c.epsilon)} "
-            + (f"lr={c.lr:g} " if c.extra.get("role") == "reference" else ""))
+def _trial_text(c: TrialConfig, axes) -> str:
+    """A trial's settings in a plan line, as a command takes them: the sweep's axes where they
+    apply to it (ε not to a trial of plug-ins alone), a reference's lr, the plug-ins of a trial
+    that trains no member, then its role. It printed M and ε whatever the axes: ε where it was
+    no axis, and never a real one such as width."""
+    role = c.extra.get("role")
+    shown = {} if role == "competitors" else {k: c[k] for k in axes if c.has(k)}
+    if role == "reference":
+        shown["lr"] = c.lr
+    if c.get("n_members") == 0 and "plugin_members" not in shown:
+        shown["plug-ins"] = ",".join(c.get("plugin_members", []))
+    return " ".join(f"{k}={setting_text(k, v)}" for k, v in {**shown, "role": role}.items())
 
 
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[TrialConfig], out) -> None:
@@ -270,13 +275,12 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[TrialConfig], 
     else:
         print(f"  {trial_count(opts, configs, trial_packs_)}, {folds} folds/splits in all",
               file=out)
+        width = max(len(c.trial_id) for c in configs)       # the ids' column, aligned
         for n, pack in enumerate(trial_packs_):
             for i in pack:
                 c = configs[i]
-                role = c.extra.get("role")
-                what = "" if role == "competitors" else _members_text(c)
-                print(f"    trial {n:>3}  {c.trial_id:<42} folds {len(c.fold_indices()):>2}  "
-                      f"{what}role={role}", file=out)
+                print(f"    trial {n:>3}  {c.trial_id:<{width}}  folds {len(c.fold_indices()):>2}"
+                      f"  {_trial_text(c, spec.axes)}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
     print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)
