@@ -9,6 +9,7 @@ from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path
 from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
+from sweeps.engine.plan.options import cuda_gpus, spelt
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
                                          result_store, trial_packs)
 from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
@@ -80,12 +81,13 @@ def _check_local_gpus(opts: SweepOptions) -> None:
     asks Ray), and a Ray already initialised in this process has the GPUs it was given."""
     if not opts.num_gpus or opts.address or ray_of_this_process():
         return
-    import torch  # here only: a sweep without GPUs never loads torch in its driver
-    present = torch.cuda.device_count()
+    present = cuda_gpus()
     if opts.num_gpus > present:
-        raise SbfnError(f"--num-gpus {opts.num_gpus:g} asked, but this machine has {present} "
-                        "CUDA GPU(s). Use --num-gpus 0 to train on the CPU, or run on a GPU "
-                        "machine or cluster (--address)")
+        in_file = opts.in_file("num_gpus")
+        raise SbfnError(f"{spelt('num_gpus', f'{opts.num_gpus:g}', in_file)} asked, but this "
+                        f"machine has {present} CUDA GPU(s). Use {spelt('num_gpus', 0, in_file)} "
+                        "to train on the CPU, or run on a GPU machine or cluster "
+                        f"({opts.said('address', like='num_gpus')})")
 
 
 def _check_gpu_settings(configs: list[TrialConfig], opts: SweepOptions) -> None:
