@@ -99,6 +99,29 @@ def test_a_gpu_share_is_blamed_where_it_was_given_and_says_the_fix(resources, fl
     assert err.startswith("error: ") and says in err and err.count("\n") == 1, err
 
 
+def test_a_resume_with_other_settings_names_them_and_the_command_that_made_the_sweep(
+        tmp_path, capsys):
+    """It said "created with other settings" alone, and quoted the last --resume's command: each
+    run wrote sweep.json anew with its own."""
+    from sweeps.engine.sweep import _check_store
+    path = tmp_path / "my-sweep.yaml"
+    path.write_text(SHARE_FILE + "settings: {epochs: 2}\n")
+    made = ["run", str(path), "--storage", str(tmp_path)]
+    for resume, argv in ((False, made), (True, [*made, "--resume"])):    # made, then resumed
+        spec, _, opts = sweeps_main.build(argv)
+        store = planning.result_store(opts)
+        store.write_spec(_check_store(store, spec, opts, planning.plan(spec, opts), {}))
+    assert store.read_spec()["command"] == f"python -m sweeps {' '.join(made)}"
+    err = error_of(capsys, sweeps_main.main([*made, "--resume", "--set", "epochs=3",
+                                             "--dry-run"]))
+    assert (f"created with other settings (epochs 3, not 2; its command: python -m sweeps "
+            f"{' '.join(made)}). Resume with the same arguments") in err, err
+    path.write_text(path.read_text().replace("[2, 5]", "[2, 10]"))     # an axis' values
+    err = error_of(capsys, sweeps_main.main([*made, "--resume", "--dry-run"]))
+    assert re.search(r"other settings \(trials planned now, not in the sweep: M10_s0_\w+; in "
+                     r"the sweep, not planned now: M5_s0_\w+; its command", err), err
+
+
 def test_an_unreachable_address_fails_in_seconds(capsys, tmp_path):
     code = regression(SMOKE + ["--address", f"127.0.0.1:{free_port()}", "--storage", str(tmp_path)])
     err = error_of(capsys, code)

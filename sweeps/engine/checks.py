@@ -2,6 +2,8 @@
 refuses in one line (the results folder is only read here; a run checks it again under its
 claim), then the plan as the dry run prints it."""
 
+import json
+
 from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
@@ -11,15 +13,15 @@ from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem,
 from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
 from sweeps.engine.plan.options import cuda_gpus, spelt
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
-                                         result_store, trial_packs)
+                                         result_store, shared, trial_packs)
 from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
 from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
 
 
-def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict) -> dict:
+def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, spec: SweepSpec) -> dict:
     """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
-    validated (`axes`: the sweep's, which a resumed study was drawn over): a dry run makes
+    validated (`spec`: the sweep's, whose axes a resumed study was drawn over): a dry run makes
     these checks too (issue 32: it checked neither the data nor the networks, and listed trials
     every one of which the run refused). The results folder is
     only read here; a run checks it again under its claim (_check_store). Returns the data's
@@ -38,10 +40,10 @@ def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict)
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
     stamps = data_stamps(configs)
-    refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps)
+    refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps, shared(spec, opts))
     if opts.search == "optuna":
         from sweeps.engine.tracking.study import check_study
-        check_study(store, opts.name, opts.resume, axes)
+        check_study(store, opts.name, opts.resume, spec.axes)
     return stamps
 
 
@@ -178,10 +180,11 @@ def data_stamps(configs: list[TrialConfig]) -> dict:
 
 
 def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list,
-                         stamps: dict) -> None:
+                         stamps: dict, base: dict | None = None) -> None:
     """Refuse to overwrite another sweep or resume a different one (reads sweep.json only), or
     resume on data whose contents changed (`stamps`: data_stamps): its finished folds would
-    mix with folds of other data, and the table rank the mixture."""
+    mix with folds of other data, and the table rank the mixture. `base`: the settings every
+    trial now shares (planning.shared), which the refusal compares with the sweep's."""
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
@@ -194,9 +197,43 @@ def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list
                             "Restore them, or pass --name for a new sweep on the new data")
     changed = _changed_search(old, opts) if old else ""
     if old and (changed or set(old["trial_ids"]) != set(trial_ids)):   # any order
+        changed = changed or _changed_trials(old, base, trial_ids)
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
                         f"({changed}its command: {old.get('command') or '?'}). Resume with the "
                         "same arguments, or pass --name for a new sweep")
+
+
+CHANGES_SHOWN = 3       # a refusal names the first few; one setting changes many trial ids
+
+
+def _changed_trials(old: dict, base: dict | None, trial_ids: list) -> str:
+    """What a resume changes ("epochs 3, not 2; "): the settings every trial shares (sweep.json's
+    `base`), else its trials (an axis' values: the ids planned now and not then, and back). It
+    said "other settings" alone, and the user had to guess which."""
+    now, was = set(trial_ids), set(old["trial_ids"])
+    said = _changed_base(old.get("base"), base) or [
+        *_some_ids("trials planned now, not in the sweep", now - was),
+        *_some_ids("in the sweep, not planned now", was - now)]
+    more = f" and {len(said) - CHANGES_SHOWN} more" if len(said) > CHANGES_SHOWN else ""
+    return "; ".join(said[:CHANGES_SHOWN]) + more + "; "
+
+
+def _changed_base(was: dict | None, now: dict | None) -> list:
+    """Each shared setting that differs, "epochs 3, not 2", as sweep.json holds them (JSON)."""
+    if was is None or now is None:
+        return []
+    now = json.loads(json.dumps(now, default=str))
+    unset = "unset"     # a setting one of the two leaves to the library's default
+    return [f"{k} {setting_text(k, now.get(k, unset))}, not {setting_text(k, was.get(k, unset))}"
+            for k in sorted(was.keys() | now.keys()) if was.get(k, unset) != now.get(k, unset)]
+
+
+def _some_ids(what: str, ids: set) -> list:
+    if not ids:
+        return []
+    first = sorted(ids)[:2]
+    more = f" and {len(ids) - len(first)} more" if len(ids) > len(first) else ""
+    return [f"{what}: {', '.join(first)}{more}"]
 
 
 def _changed_search(old: dict, opts: SweepOptions) -> str:
