@@ -60,7 +60,7 @@ def build(argv):
     path = grid_file(args.file) if shipped else args.file
     in_file = {k: v for k, v in flags.items() if BY_NAME[k].file_key}
     sweep = Sweep.from_dict(into_definition(load(path), in_file), source=str(path),
-                            label=Path(path).stem)
+                            label=Path(path).stem, flags=frozenset(in_file))
     # The sweep is made smoke already (its name says so): the runner must not shrink it again.
     run_only = {k: v for k, v in flags.items() if not BY_NAME[k].file_key}   # --resume, --dry-run
     command = shlex.join(["python", "-m", "sweeps", *(sys.argv[1:] if argv is None else argv)])

@@ -263,10 +263,11 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, definition: dict, *, source: str = "the sweep definition",
-                  label: str | None = None) -> "Sweep":
+                  label: str | None = None, flags: frozenset = frozenset()) -> "Sweep":
         """A sweep from the keys of a sweep file; `source` names it in errors, `label` names its
-        grid where `grid` is not given."""
-        spec, options = sweepfile.build(definition, source, label)
+        grid where `grid` is not given; `flags`: the run options a command's flags set in it
+        (named as flags in its refusals)."""
+        spec, options = sweepfile.build(definition, source, label, flags)
         return cls(spec, options, dict(definition), source, label)
 
     @classmethod

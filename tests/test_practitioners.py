@@ -279,7 +279,7 @@ def test_a_sweep_of_the_plugins_alone_plans_without_an_epsilon(tmp_path):
     configs = Sweep.from_yaml(path).dry_run(out)
     [alone] = [c for c in configs if c["extra"]["role"] == "ensemble"]
     assert alone["n_members"] == 0 and "epsilon" not in alone
-    assert "M=0 plug-ins=ridge,knn role=ensemble" in out.getvalue()
+    assert "n_members=0 plug-ins=ridge,knn role=ensemble" in out.getvalue()
     path.write_text(path.read_text().replace("settings: {plugin_members: [ridge, knn]}\n", ""))
     with pytest.raises(SweepFileError, match="alone.yaml: .*'n_members' = 0.*0 with plugin_"):
         Sweep.from_yaml(path)

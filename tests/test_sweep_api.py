@@ -5,6 +5,7 @@ refused before Ray; importing changes nothing."""
 
 import ast
 import dataclasses
+import io
 import json
 import os
 import re
@@ -224,6 +225,22 @@ def test_python_m_sweeps_run_dry_run_lists_the_trials_and_runs_nothing(tmp_path)
     assert listed and sorted(listed) == sorted(planned)
     assert "sweep 'tiny': grid sweep on diabetes" in run.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dry_run_labels_each_trial_with_the_sweeps_axes_and_aligns_the_ids(tmp_path):
+    """It printed `M=5 eps=0.1` on every trial: ε where it was no axis, a real axis (width)
+    never; and a fixed 42-character id column that longer ids pushed out of line."""
+    printed = io.StringIO()
+    Sweep.from_dict({"dataset": "diabetes", "folds": 2, "storage": str(tmp_path), "axes": {
+        "n_members": [2], "width": [8, 16]}, "competitors": ["gradient_boosting"],
+                     "settings": {"epochs": 1}}).dry_run(printed)
+    lines = [line for line in printed.getvalue().splitlines() if line.startswith("    trial")]
+    said = [line.split("  folds  2  ")[1] for line in lines]
+    assert said == ["n_members=1 width=50 lr=0.03 role=reference",    # the reference: its own
+                    "n_members=1 width=50 lr=0.003 role=reference",
+                    "role=competitors", "n_members=2 width=8 role=ensemble",
+                    "n_members=2 width=16 role=ensemble"], said
+    assert len({line.index("folds") for line in lines}) == 1          # one column
 
 
 def test_a_shipped_file_runs_by_name_and_smoke_shrinks_it(capsys, data_dir):

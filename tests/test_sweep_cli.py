@@ -15,8 +15,10 @@ import pytest
 from sbfn_dist.interfaces.cli import main as cli_main
 from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings.fields import TRIAL_FIELDS, defaults
+from sweeps import __main__ as sweeps_main
 from sweeps.classification import main as classification
 from sweeps.commands.image_sweeps import main_for
+from sweeps.engine.plan import planning
 from sweeps.regression import build
 from sweeps.regression import main as regression
 from tests.sweep_helpers import free_port
@@ -62,6 +64,62 @@ def test_gpus_that_this_machine_lacks_fail_fast(capsys, tmp_path):
         pytest.skip("this machine has a GPU")
     code = main_for("digits", ["--smoke", "--num-gpus", "1", "--no-mlflow", "--storage", str(tmp_path)])
     assert "this machine has 0 CUDA GPU" in error_of(capsys, code)
+
+
+SHARE_FILE = "name: s\ndataset: diabetes\nmlflow: false\naxes: {n_members: [2, 5]}\n"
+NEEDS_GPUS = ("{share} 0.5 needs GPUs: give {gpus} N (this machine has 0 CUDA GPUs), or leave "
+              "{share} out to train on the CPU")
+FLAGS = {"share": "--gpus-per-trial", "gpus": "--num-gpus"}
+KEYS = {"share": "resources.gpus_per_trial:", "gpus": "resources.num_gpus:"}
+
+
+@pytest.mark.parametrize("resources, flags, says", [
+    (None, ["--gpus-per-trial", "0.5"], NEEDS_GPUS.format(**FLAGS)),
+    ("", ["--gpus-per-trial", "0.5"], NEEDS_GPUS.format(**FLAGS)),
+    ("{gpus_per_trial: 0.5}", [], NEEDS_GPUS.format(**KEYS).replace(
+        "leave resources.gpus_per_trial:", "leave resources.gpus_per_trial")),
+    ("", ["--num-gpus", "1", "--gpus-per-trial", "1.5"], "config field '--gpus-per-trial' = 1.5 "
+     "is not allowed: a fraction in (0, 1] when --num-gpus > 0"),
+    ("{num_gpus: 1, gpus_per_trial: 1.5}", [], "config field 'resources.gpus_per_trial' = 1.5 "
+     "is not allowed: a fraction in (0, 1] when resources.num_gpus > 0"),
+], ids=["command", "flag on a file", "file key", "flag above 1", "key above 1"])
+def test_a_gpu_share_is_blamed_where_it_was_given_and_says_the_fix(resources, flags, says,
+                                                                   tmp_path, capsys, monkeypatch):
+    """A share without GPUs blamed `--num-gpus = 0.0`, a flag never typed, with no fix; a flag's
+    value on a sweep file was blamed on the file's key (`resources.num_gpus`)."""
+    monkeypatch.setattr(planning, "cuda_gpus", lambda: 0)       # what a GPU machine would count
+    tail = [*flags, "--storage", str(tmp_path), "--dry-run"]
+    if resources is None:
+        code = regression(["--dataset", "diabetes", "--grid", "demo", "--no-mlflow", *tail])
+    else:
+        path = tmp_path / "my-sweep.yaml"
+        path.write_text(SHARE_FILE + (f"resources: {resources}\n" if resources else ""))
+        code = sweeps_main.main(["run", str(path), *tail])
+    err = error_of(capsys, code)
+    assert err.startswith("error: ") and says in err and err.count("\n") == 1, err
+
+
+def test_a_resume_with_other_settings_names_them_and_the_command_that_made_the_sweep(
+        tmp_path, capsys):
+    """It said "created with other settings" alone, and quoted the last --resume's command: each
+    run wrote sweep.json anew with its own."""
+    from sweeps.engine.sweep import _check_store
+    path = tmp_path / "my-sweep.yaml"
+    path.write_text(SHARE_FILE + "settings: {epochs: 2}\n")
+    made = ["run", str(path), "--storage", str(tmp_path)]
+    for resume, argv in ((False, made), (True, [*made, "--resume"])):    # made, then resumed
+        spec, _, opts = sweeps_main.build(argv)
+        store = planning.result_store(opts)
+        store.write_spec(_check_store(store, spec, opts, planning.plan(spec, opts), {}))
+    assert store.read_spec()["command"] == f"python -m sweeps {' '.join(made)}"
+    err = error_of(capsys, sweeps_main.main([*made, "--resume", "--set", "epochs=3",
+                                             "--dry-run"]))
+    assert (f"created with other settings (epochs 3, not 2; its command: python -m sweeps "
+            f"{' '.join(made)}). Resume with the same arguments") in err, err
+    path.write_text(path.read_text().replace("[2, 5]", "[2, 10]"))     # an axis' values
+    err = error_of(capsys, sweeps_main.main([*made, "--resume", "--dry-run"]))
+    assert re.search(r"other settings \(trials planned now, not in the sweep: M10_s0_\w+; in "
+                     r"the sweep, not planned now: M5_s0_\w+; its command", err), err
 
 
 def test_an_unreachable_address_fails_in_seconds(capsys, tmp_path):

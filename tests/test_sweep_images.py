@@ -5,8 +5,10 @@ Ray starts. An ensemble given as a list is one value of the ensemble axis, from 
 crossed into trials."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -16,6 +18,8 @@ from sweeps.api import Sweep
 from sweeps.commands.image_sweeps import ANY, build_for, main_for
 from sweeps.engine.checks import on_trial_device
 from sweeps.engine.plan.planning import SweepOptions, plan
+from sweeps.engine.run.progress import _label
+from sweeps.engine.summary import _labelled
 # own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
 from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
 
@@ -119,6 +123,31 @@ def test_a_list_given_as_a_setting_is_refused_in_one_line_not_crossed():
     message = str(refused.value)
     assert f"'ensemble' = ['simple_cnn', '{BN_NET}'] is not allowed" in message
     assert "grid axis" in message and "\n" not in message
+
+
+MIX = "simple_cnn+resnet_tiny1"      # one ensemble of mixed members, as --ensembles takes it
+
+
+def test_a_mix_is_shown_as_the_command_spells_it_so_a_copy_plans_the_same_sweep(tmp_path, capsys):
+    """Shown as stored (simple_cnn,resnet_tiny1), a mix copied into --ensembles planned two
+    homogeneous ensembles, without a word: the dry run, the end table and the progress line
+    show it as the command takes it; its trial ids keep the stored form (--resume finds them)."""
+    argv = ["--dataset", "digits", "--members", "2", "--epsilons", "0", "--splits", "1",
+            "--set", "epochs=1", "--no-mlflow", "--storage", str(tmp_path)]
+    assert main_for(ANY, ["--ensembles", MIX, "cnn", *argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"ensemble={MIX}" in out and f"{MIX} " in out.split("per member")[1]
+    assert "=simple_cnn," not in out and "simple_cnn,resnet_tiny1_M2" in out     # the id
+    listed = [line for line in out.splitlines() if line.startswith("    trial")]
+    assert len(listed) == 2 and len({line.index(" folds") for line in listed}) == 1  # aligned
+    configs = planned(build_for(ANY), ["--ensembles", MIX, *argv])
+    rows = pd.DataFrame([{"ensemble": c["ensemble"], "role": "ensemble"} for c in configs])
+    shown = _labelled(rows, ["ensemble"])["ensemble"].tolist()
+    point = {"trial_id": "t", "ensemble": configs[0]["ensemble"]}         # as Tune holds it
+    trial = SimpleNamespace(config={"pack": [point]}, last_result={})
+    assert shown == [MIX] and _label(trial, "t") == f"ensemble={MIX}"
+    again = planned(build_for(ANY), ["--ensembles", *shown, *argv])
+    assert [c["ensemble"] for c in again] == [c["ensemble"] for c in configs]
 
 
 # ------------------------------------------------------------------ how many splits

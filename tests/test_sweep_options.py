@@ -19,7 +19,7 @@ from sweeps.engine.plan.planning import SweepOptions
 from sweeps.engine.plan.sweep_keys import RESOURCE_KEYS, SPEC_KEYS, SWEEP_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_OPTIONS = {"name", "command", "overrides"}     # SweepOptions' own: given, not options
+NOT_OPTIONS = {"name", "command", "overrides", "given_in"}   # SweepOptions' own: given, not options
 
 
 def run_parser() -> argparse.ArgumentParser:

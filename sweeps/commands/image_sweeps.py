@@ -20,15 +20,12 @@ from sbfn_dist.interfaces.usage import ListOf
 from sbfn_dist.settings.fields import (ARCHITECTURES, HETEROGENEOUS, HOMOGENEOUS, MEMBER_SEPARATOR,
                                        defaults)
 from sweeps.commands.cli import common_parser, given_axes, options, run, values_flag
-from sweeps.engine.plan.grid_trials import image_sweep
+from sweeps.engine.plan.grid_trials import LIST_JOIN, image_sweep
 from sweeps.engine.plan.planning import SweepOptions
 
 
 KINDS = (HETEROGENEOUS, *HOMOGENEOUS)     # the ensemble kinds (sbfn_dist/settings/fields.py)
 ANY = "images"          # python -m sweeps.images: the image sweep of the data set --dataset names
-# Joins the items of one ensemble list in --ensembles: a comma there separates ensembles (as in
-# every list flag), and no module path or architecture name holds a '+'.
-LIST_JOIN = "+"
 
 
 def parser_for(command: str):

@@ -2,23 +2,26 @@
 refuses in one line (the results folder is only read here; a run checks it again under its
 claim), then the plan as the dry run prints it."""
 
+import json
+
 from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.folds import check_data
 from sbfn_dist.settings.config import TrialConfig
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import own_store, sqlite_content_problem, sqlite_path
-from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
+from sweeps.engine.plan.options import cuda_gpus, spelt
 from sweeps.engine.plan.planning import (SweepOptions, folds_of, ray_of_this_process,
-                                         result_store, trial_packs)
+                                         result_store, shared, trial_packs)
 from sweeps.engine.plan.ranges import has_ranges, is_range, space_size
 from sweeps.engine.run.claim import refuse_while_running
 from sweeps.engine.run.mps import under_mps
 
 
-def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict) -> dict:
+def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, spec: SweepSpec) -> dict:
     """What a run refuses before Ray starts, each in one line, beyond the settings plan_sweep
-    validated (`axes`: the sweep's, which a resumed study was drawn over): a dry run makes
+    validated (`spec`: the sweep's, whose axes a resumed study was drawn over): a dry run makes
     these checks too (issue 32: it checked neither the data nor the networks, and listed trials
     every one of which the run refused). The results folder is
     only read here; a run checks it again under its claim (_check_store). Returns the data's
@@ -37,10 +40,10 @@ def check_before_ray(configs: list[TrialConfig], opts: SweepOptions, axes: dict)
     _check_data(configs, opts)
     refuse_while_running(store, opts.name)
     stamps = data_stamps(configs)
-    refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps)
+    refuse_another_sweep(store, opts, [c.trial_id for c in configs], stamps, shared(spec, opts))
     if opts.search == "optuna":
         from sweeps.engine.tracking.study import check_study
-        check_study(store, opts.name, opts.resume, axes)
+        check_study(store, opts.name, opts.resume, spec.axes)
     return stamps
 
 
@@ -80,12 +83,13 @@ def _check_local_gpus(opts: SweepOptions) -> None:
     asks Ray), and a Ray already initialised in this process has the GPUs it was given."""
     if not opts.num_gpus or opts.address or ray_of_this_process():
         return
-    import torch  # here only: a sweep without GPUs never loads torch in its driver
-    present = torch.cuda.device_count()
+    present = cuda_gpus()
     if opts.num_gpus > present:
-        raise SbfnError(f"--num-gpus {opts.num_gpus:g} asked, but this machine has {present} "
-                        "CUDA GPU(s). Use --num-gpus 0 to train on the CPU, or run on a GPU "
-                        "machine or cluster (--address)")
+        in_file = opts.in_file("num_gpus")
+        raise SbfnError(f"{spelt('num_gpus', f'{opts.num_gpus:g}', in_file)} asked, but this "
+                        f"machine has {present} CUDA GPU(s). Use {spelt('num_gpus', 0, in_file)} "
+                        "to train on the CPU, or run on a GPU machine or cluster "
+                        f"({opts.said('address', like='num_gpus')})")
 
 
 def _check_gpu_settings(configs: list[TrialConfig], opts: SweepOptions) -> None:
@@ -176,10 +180,11 @@ def data_stamps(configs: list[TrialConfig]) -> dict:
 
 
 def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list,
-                         stamps: dict) -> None:
+                         stamps: dict, base: dict | None = None) -> None:
     """Refuse to overwrite another sweep or resume a different one (reads sweep.json only), or
     resume on data whose contents changed (`stamps`: data_stamps): its finished folds would
-    mix with folds of other data, and the table rank the mixture."""
+    mix with folds of other data, and the table rank the mixture. `base`: the settings every
+    trial now shares (planning.shared), which the refusal compares with the sweep's."""
     old = store.read_spec()
     if old and not opts.resume:
         raise SbfnError(f"{store.root} already holds the sweep '{opts.name}'. Pass --resume to "
@@ -192,9 +197,43 @@ def refuse_another_sweep(store: ResultStore, opts: SweepOptions, trial_ids: list
                             "Restore them, or pass --name for a new sweep on the new data")
     changed = _changed_search(old, opts) if old else ""
     if old and (changed or set(old["trial_ids"]) != set(trial_ids)):   # any order
+        changed = changed or _changed_trials(old, base, trial_ids)
         raise SbfnError(f"--resume: the sweep at {store.root} was created with other settings "
                         f"({changed}its command: {old.get('command') or '?'}). Resume with the "
                         "same arguments, or pass --name for a new sweep")
+
+
+CHANGES_SHOWN = 3       # a refusal names the first few; one setting changes many trial ids
+
+
+def _changed_trials(old: dict, base: dict | None, trial_ids: list) -> str:
+    """What a resume changes ("epochs 3, not 2; "): the settings every trial shares (sweep.json's
+    `base`), else its trials (an axis' values: the ids planned now and not then, and back). It
+    said "other settings" alone, and the user had to guess which."""
+    now, was = set(trial_ids), set(old["trial_ids"])
+    said = _changed_base(old.get("base"), base) or [
+        *_some_ids("trials planned now, not in the sweep", now - was),
+        *_some_ids("in the sweep, not planned now", was - now)]
+    more = f" and {len(said) - CHANGES_SHOWN} more" if len(said) > CHANGES_SHOWN else ""
+    return "; ".join(said[:CHANGES_SHOWN]) + more + "; "
+
+
+def _changed_base(was: dict | None, now: dict | None) -> list:
+    """Each shared setting that differs, "epochs 3, not 2", as sweep.json holds them (JSON)."""
+    if was is None or now is None:
+        return []
+    now = json.loads(json.dumps(now, default=str))
+    unset = "unset"     # a setting one of the two leaves to the library's default
+    return [f"{k} {setting_text(k, now.get(k, unset))}, not {setting_text(k, was.get(k, unset))}"
+            for k in sorted(was.keys() | now.keys()) if was.get(k, unset) != now.get(k, unset)]
+
+
+def _some_ids(what: str, ids: set) -> list:
+    if not ids:
+        return []
+    first = sorted(ids)[:2]
+    more = f" and {len(ids) - len(first)} more" if len(ids) > len(first) else ""
+    return [f"{what}: {', '.join(first)}{more}"]
 
 
 def _changed_search(old: dict, opts: SweepOptions) -> str:
@@ -242,13 +281,18 @@ def _drawn_axes(spec: SweepSpec) -> str:
                      for k, v in spec.axes.items())
 
 
-def _members_text(c: TrialConfig) -> str:
-    """A trial's hypotheses in a plan line: M and epsilon (and a reference's lr), or the
-    plug-ins alone (n_members 0 trains no member: no epsilon)."""
-    if not c.n_members:
-        return f"M=0 plug-ins={','.join(c.plugin_members)} "
-    return (f"M={c.n_members} eps={axis_text(c.epsilon)} "
-            + (f"lr={c.lr:g} " if c.extra.get("role") == "reference" else ""))
+def _trial_text(c: TrialConfig, axes) -> str:
+    """A trial's settings in a plan line, as a command takes them: the sweep's axes where they
+    apply to it (ε not to a trial of plug-ins alone), a reference's lr, the plug-ins of a trial
+    that trains no member, then its role. It printed M and ε whatever the axes: ε where it was
+    no axis, and never a real one such as width."""
+    role = c.extra.get("role")
+    shown = {} if role == "competitors" else {k: c[k] for k in axes if c.has(k)}
+    if role == "reference":
+        shown["lr"] = c.lr
+    if c.get("n_members") == 0 and "plugin_members" not in shown:
+        shown["plug-ins"] = ",".join(c.get("plugin_members", []))
+    return " ".join(f"{k}={setting_text(k, v)}" for k, v in {**shown, "role": role}.items())
 
 
 def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[TrialConfig], out) -> None:
@@ -270,13 +314,12 @@ def print_plan(spec: SweepSpec, opts: SweepOptions, configs: list[TrialConfig], 
     else:
         print(f"  {trial_count(opts, configs, trial_packs_)}, {folds} folds/splits in all",
               file=out)
+        width = max(len(c.trial_id) for c in configs)       # the ids' column, aligned
         for n, pack in enumerate(trial_packs_):
             for i in pack:
                 c = configs[i]
-                role = c.extra.get("role")
-                what = "" if role == "competitors" else _members_text(c)
-                print(f"    trial {n:>3}  {c.trial_id:<42} folds {len(c.fold_indices()):>2}  "
-                      f"{what}role={role}", file=out)
+                print(f"    trial {n:>3}  {c.trial_id:<{width}}  folds {len(c.fold_indices()):>2}"
+                      f"  {_trial_text(c, spec.axes)}", file=out)
     concurrent = opts.max_concurrent or "as many as fit"
     print(f"  resources per trial: {per_trial}; concurrent trials: {concurrent}", file=out)
     print(f"  results -> {opts.storage.rstrip('/')}/{opts.name}", file=out)

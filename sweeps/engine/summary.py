@@ -14,7 +14,7 @@ from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.records import REFERENCE_MODEL, metric_of
 from sbfn_dist.settings.tasks import SBFN_FORMS
 from sweeps.engine.common.next_steps import console_script, installed, python_module
-from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
+from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
 from sweeps.engine.plan.options import PAPER_FORMS
 from sweeps.engine.plan.planning import Planned, SweepOptions, result_store
 from sweeps.engine.results.ranking import by_configuration, planned_folds, with_every_fold
@@ -41,7 +41,8 @@ def _labelled(rows: pd.DataFrame, axes: list) -> pd.DataFrame:
     """Competitors have no M or ε; the M = 1 reference is its own model, one setting per
     learning rate (two references must never be averaged together)."""
     # Competitor rows have no M: results.parquet holds the column as floats (label 2, not 2.0).
-    rows = rows.assign(**{a: rows[a].map(lambda v: axis_text(v) if isinstance(v, float) else v)
+    rows = rows.assign(**{a: rows[a].map(lambda v, a=a: setting_text(a, v)
+                                         if isinstance(v, (float, str)) else v)
                           .astype(object) for a in axes})
     role = rows["role"] if "role" in rows else pd.Series("ensemble", index=rows.index)
     rows.loc[role != "ensemble", axes] = "-"

@@ -56,7 +56,7 @@ def dry_run(spec: SweepSpec, opts: SweepOptions, out=None) -> list[TrialConfig]:
     planned = plan_sweep(spec, opts)
     opts = with_objective(spec, opts)
     with ray_environment(opts.verbose):
-        check_before_ray(planned.configs, opts, spec.axes)
+        check_before_ray(planned.configs, opts, spec)
     outdated = outdated_on_resume(result_store(opts), opts, planned.configs)
     print_plan(spec, opts, planned.configs, out)
     if outdated:
@@ -80,7 +80,7 @@ def timed_on_this_cpu(configs: list[TrialConfig], opts: SweepOptions) -> bool:
 
 
 def _run(spec: SweepSpec, opts: SweepOptions, planned: Planned, out) -> SweepOutcome:
-    stamps = check_before_ray(planned.configs, opts, spec.axes)
+    stamps = check_before_ray(planned.configs, opts, spec)
     store = result_store(opts)
     with take_over(store, opts.name, out) as held:   # one run of a sweep at a time (claim.py)
         try:
@@ -184,15 +184,22 @@ def _check_store(store: ResultStore, spec: SweepSpec, opts: SweepOptions, config
     record = {"name": opts.name, "grid": spec.grid, "dataset": spec.dataset, "task": spec.task,
               "search": opts.search, "n_trials_expected": trials,
               "trial_ids": [c["trial_id"] for c in configs], "n_folds_expected": folds,
-              "base": shared(spec, opts), "command": opts.command,
+              "base": shared(spec, opts), "command": _creating_command(store, opts),
               "objective": opts.objective,
               "ranges": {name: str(v) for name, v in spec.axes.items() if is_range(v)},
               **({"search_seed": opts.search_seed} if opts.search != "grid" else {}),
               **_space_points(spec, opts),
               "data": stamps, **_sweep_id(store, opts)}
-    refuse_another_sweep(store, opts, record["trial_ids"], record["data"])
+    refuse_another_sweep(store, opts, record["trial_ids"], record["data"], record["base"])
     store.create()
     return record
+
+
+def _creating_command(store: ResultStore, opts: SweepOptions) -> str:
+    """The command that created the sweep, which a --resume keeps: sweep.json is written anew at
+    each run, and a refused resume quoted the last --resume's command as the sweep's own."""
+    old = store.read_spec() if opts.resume else None
+    return (old or {}).get("command") or opts.command
 
 
 def _space_points(spec: SweepSpec, opts: SweepOptions) -> dict:

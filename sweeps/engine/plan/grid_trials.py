@@ -17,13 +17,14 @@ Settings the grids do not name are the library's defaults for the trial
 (sbfn_dist/settings/fields.py), so a default lives in one place.
 """
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from itertools import product
 
 from sbfn_dist import catalog
 from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
-from sbfn_dist.settings.fields import defaults
+from sbfn_dist.settings.fields import MEMBER_SEPARATOR, defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.plan.grid_files import Grid, image_grid, named_grid
 from sweeps.engine.plan.options import OBJECTIVES, SEARCHES
@@ -87,9 +88,26 @@ SMOKE_PARTS = ("n_train", "n_val", "n_test")
 SAMPLED = tuple(s for s in SEARCHES if s != "grid")
 
 
+# Joins the items of one ensemble list in --ensembles: a comma there separates ensembles (as in
+# every list flag), and no module path or architecture name holds a '+'.
+LIST_JOIN = "+"
+
+
 def axis_text(value) -> str:
     """An axis value as the sweep's lines print it: 0.35, 0 and 2 (floats without a '.0')."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def setting_text(name: str, value) -> str:
+    """A setting as a line shows it for reuse in the next command: axis_text (a list as JSON),
+    but an ensemble of mixed members as --ensembles takes it (simple_cnn+mynets:build). The
+    settings store that list joined by MEMBER_SEPARATOR, a comma, on which the flag splits:
+    copied as stored, it named two homogeneous ensembles, without a word. Trial ids keep the
+    stored form (--resume finds trials by them)."""
+    if isinstance(value, list):
+        return json.dumps(value)
+    text = axis_text(value)
+    return text.replace(MEMBER_SEPARATOR, LIST_JOIN) if name == "ensemble" else text
 
 
 @dataclass(frozen=True)

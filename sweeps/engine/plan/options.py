@@ -249,6 +249,26 @@ def gpu_share(gpus_per_trial: float | None, num_gpus: float) -> float:
     return 0.25 if num_gpus else 0.0
 
 
+def named(name: str, in_file: bool) -> str:
+    """A run option as the user gave it, for a refusal: its sweep-file key where a file set it
+    (resources.num_gpus), else its flag (--num-gpus): a value is blamed where it was typed."""
+    option = BY_NAME[name]
+    return option.file_key if in_file and option.file_key else option.flag_name
+
+
+def spelt(name: str, value, in_file: bool) -> str:
+    """A run option with a value as the user writes it: `--num-gpus N` on a command line,
+    `resources.num_gpus: N` in a sweep file."""
+    return f"{named(name, in_file)}{': ' if in_file else ' '}{value}"
+
+
+def cuda_gpus() -> int:
+    """This machine's CUDA GPUs (torch imported only here: a sweep without GPUs never loads it
+    in its driver)."""
+    import torch
+    return torch.cuda.device_count()
+
+
 def file_key_of(field: str) -> str:
     """A refusal's field as a sweep file names it: --num-gpus is resources.num_gpus there, --seeds
     seeds; a field that is no flag stays as it is."""

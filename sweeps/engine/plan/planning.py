@@ -39,7 +39,8 @@ from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide, mask
 from sweeps.engine.plan.grid_trials import SweepSpec, axis_text
 from sweeps.engine.plan.model_names import check_model_names, check_objective, distinct_trials
-from sweeps.engine.plan.options import DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, gpu_share
+from sweeps.engine.plan.options import (DEFAULTS as DEFAULT, MPS_MODES, SEARCHES, cuda_gpus,
+                                        gpu_share, named, spelt)
 from sweeps.engine.plan.packing import PACK_MODES, packs
 from sweeps.engine.plan.ranges import has_ranges, is_range
 
@@ -73,6 +74,8 @@ class SweepOptions:
     verbose: bool = DEFAULT["verbose"]      # Ray's, MLflow's and Optuna's INFO lines too
     command: str = ""
     overrides: dict = field(default_factory=dict)
+    given_in: dict = field(default_factory=dict)    # run option -> "file" or "flag": where the
+                                        # user gave it (a command's: all flags), for refusals
 
     def __post_init__(self) -> None:
         # As ray.init reads it (a job that `ray job submit` started has it): without it, a
@@ -87,14 +90,24 @@ class SweepOptions:
         if "://" not in self.storage:
             self.storage = os.path.expanduser(self.storage)
 
+    def in_file(self, name: str, like: str | None = None) -> bool:
+        """Whether a refusal names the run option `name` by its sweep-file key: a file gave it,
+        or (`like`: the option whose refusal asks for it) not given, a file gave that one."""
+        return (self.given_in.get(name) or self.given_in.get(like)) == "file"
+
+    def said(self, name: str, like: str | None = None) -> str:
+        """The run option `name` as a refusal names it, where the user gave it (in_file)."""
+        return named(name, self.in_file(name, like))
+
     def validate(self) -> None:
         """Every run option (the model names a sweep was given: `plan`)."""
+        share = self.said("gpus_per_trial")
         if not 0 <= self.gpus_per_trial <= 1 or (self.num_gpus and self.gpus_per_trial == 0):
-            raise ConfigError("--gpus-per-trial", self.gpus_per_trial,
-                              "a fraction in (0, 1] when --num-gpus > 0 (0.25 packs 4 trials "
-                              "on a GPU), or 0 for CPU-only sweeps")
+            raise ConfigError(share, self.gpus_per_trial, "a fraction in (0, 1] when "
+                              f"{self.said('num_gpus', like='gpus_per_trial')} > 0 (0.25 packs "
+                              "4 trials on a GPU), or 0 for CPU-only sweeps")
         if self.gpus_per_trial and not (self.num_gpus or self.address):
-            raise ConfigError("--num-gpus", self.num_gpus, "> 0 when --gpus-per-trial is set")
+            self._refuse_a_share_without_gpus()
         if self.cpus_per_trial <= 0:
             raise ConfigError("--cpus-per-trial", self.cpus_per_trial, "a positive number")
         if self.search not in SEARCHES:
@@ -114,6 +127,14 @@ class SweepOptions:
                               "--no-mlflow")
         if self.mlflow and self.mlflow_uri:
             check_tracking_uri(self.mlflow_uri)
+
+
+    def _refuse_a_share_without_gpus(self) -> None:
+        """A GPU share with no GPUs to share: it blamed --num-gpus = 0.0, a flag never typed."""
+        share = spelt("gpus_per_trial", f"{self.gpus_per_trial:g}", self.in_file("gpus_per_trial"))
+        gpus = spelt("num_gpus", "N", self.in_file("num_gpus", like="gpus_per_trial"))
+        raise SbfnError(f"{share} needs GPUs: give {gpus} (this machine has {cuda_gpus()} CUDA "
+                        f"GPUs), or leave {self.said('gpus_per_trial')} out to train on the CPU")
 
 
 def result_store(opts: SweepOptions) -> ResultStore:

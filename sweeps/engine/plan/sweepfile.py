@@ -40,27 +40,39 @@ NAME_CHARS = "A-Za-z0-9_.-"        # what a sweep's name may hold (a folder's na
 NAME = re.compile(rf"[A-Za-z0-9][{NAME_CHARS}]*")
 
 
-def build(definition: dict, source: str, label: str | None = None
-          ) -> tuple[SweepSpec, SweepOptions]:
+def build(definition: dict, source: str, label: str | None = None,
+          flags: frozenset = frozenset()) -> tuple[SweepSpec, SweepOptions]:
     """The sweep `definition` (a file's or a dict's mapping) as a spec and options, its trials
     planned and validated; `source` names it in errors, `label` names its grid when it names
-    none (a file's name)."""
+    none (a file's name); `flags`: the run options a command's flags put in it (`python -m
+    sweeps run FILE --gpus-per-trial 0.5`), which a refusal names as flags."""
     try:
         d = checked(definition)
         spec = _spec(d, label)
         spec = smoke(spec) if d.get("smoke") else spec
-        opts = sweep_options({**d, **d.get("resources", {})},
-                             default_name=_default_name(spec, label),
+        given = {**d, **d.get("resources", {})}
+        opts = sweep_options(given, default_name=_default_name(spec, label),
                              smoke=d.get("smoke", False), overrides=d.get("settings", {}),
-                             command=source)
+                             command=source, given_in=_given_in(given, flags))
         opts.validate()
         plan(spec, opts)
     except ConfigError as exc:      # a check the commands share names their flag: here, the key
-        field = run_options.file_key_of(exc.field)
+        field = exc.field if exc.field in _flag_names(flags) else \
+            run_options.file_key_of(exc.field)
         raise SweepFileError(f"{source}: {ConfigError(field, exc.value, exc.allowed)}") from None
     except SbfnError as exc:
         raise SweepFileError(f"{source}: {exc}") from None
     return spec, opts
+
+
+def _given_in(given: dict, flags: frozenset) -> dict:
+    """run option -> "flag" or "file": where the run options of a definition came from."""
+    return {name: "flag" if name in flags else "file"
+            for name in given if name in run_options.BY_NAME}
+
+
+def _flag_names(options: frozenset) -> set:
+    return {run_options.BY_NAME[name].flag_name for name in options}
 
 
 def _spec(d: dict, label: str | None) -> SweepSpec:
@@ -96,7 +108,7 @@ def _as_name(derived: str) -> str:
 
 
 def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dict,
-                  command: str) -> SweepOptions:
+                  command: str, given_in: dict | None = None) -> SweepOptions:
     """SweepOptions from a sweep's run options by name (a file's keys and resources, a command's
     flags; None or absent: the default, sweeps/engine/plan/options.py), its trial settings (`overrides`:
     --set) and data_dir, which joins them."""
@@ -113,4 +125,5 @@ def sweep_options(given: dict, *, default_name: str, smoke: bool, overrides: dic
         raise SbfnError(f"--name '{name}' may hold only ASCII letters, digits, '.', '_' and '-', "
                         "and starts with a letter or a digit")
     # An objective not given stays "": the runner names it (planning.with_objective).
-    return SweepOptions(name=name, overrides=overrides, command=command, **given)
+    return SweepOptions(name=name, overrides=overrides, command=command,
+                        given_in=given_in or {}, **given)

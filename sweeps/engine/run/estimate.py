@@ -24,6 +24,7 @@ from sbfn_dist.experiment import run_trial
 from sbfn_dist.folds import load_data, make_parts
 from sbfn_dist.settings.config import TrialConfig
 from sbfn_dist.settings.fields import field
+from sweeps.engine.plan.grid_trials import setting_text
 
 # Four batches of the default 128: the first step's set-up (oneDNN's kernels, channels_last
 # weights) is then a quarter of the time, not a half. The CIFAR-10 grid's three kinds at M = 2:
@@ -35,7 +36,8 @@ def estimate_line(configs: list[dict], threads: int, slots: int) -> str:
     """The plan's line: the members' training time of the sweep on this CPU, per mix measured."""
     per_image = {mix: member_seconds(probe, threads) for mix, probe in probes(configs).items()}
     total = sum(trial_seconds(c, per_image[c["ensemble"]]) for c in configs)
-    measured = ", ".join(f"{mix} {1e3 * s:.2g} ms" for mix, s in per_image.items())
+    measured = ", ".join(f"{setting_text('ensemble', mix)} {1e3 * s:.2g} ms"
+                         for mix, s in per_image.items())
     return (f"  time on this machine's CPU: about {_minutes(total / slots)} for the members' "
             f"training ({len(configs)} trials, {slots} at a time; measured now, {_load()}, per "
             f"member, training image and epoch: {measured}); Ray's start, the combiners and the "

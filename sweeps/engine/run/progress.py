@@ -7,7 +7,6 @@ meanwhile.
     folds 61/220 | best sbfn_ls_linear rmse 0.041 (n_members=10 epsilon=0.35) | 3m05s elapsed, ~8m left
 """
 
-import json
 import logging
 import sys
 import time
@@ -18,7 +17,7 @@ from ray.tune import Callback
 
 from sbfn_dist import records
 from sweeps.engine.common.store import ResultStore
-from sweeps.engine.plan.grid_trials import axis_text
+from sweeps.engine.plan.grid_trials import setting_text
 from sweeps.engine.plan.planning import folds_of, points_of, settings_of
 from sweeps.engine.run.fold_means import error_line
 from sweeps.engine.run.trainable import PackMatesFailed
@@ -322,7 +321,7 @@ def _usable(value) -> bool:
 def _label(trial, key: str, split: bool = False) -> str:
     """The settings of the configuration `key` of the trial (its planned point; without its
     fold where the configuration is `split` by fold, each split a trial)."""
-    return " ".join(f"{k}={json.dumps(v) if isinstance(v, list) else axis_text(v)}"
+    return " ".join(f"{k}={setting_text(k, v)}"
                     for k, v in settings_of(_point(trial, key)).items()
                     if not isinstance(v, dict)     # lists as the table
                     and not (split and k == "fold"))
