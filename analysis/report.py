@@ -24,7 +24,7 @@ from analysis.collect import Results, ResultsError, is_remote, load_results, ope
 from analysis.document import Contents, Heading, Table, Text, html_page, markdown, write_tables
 from analysis.stats import (DEFAULT_TEST, TESTS, PairedTest, PairedTestError,
                             paired_test_of)
-from sbfn_dist.interfaces.usage import Parser
+from sbfn_dist.errors import Parser
 
 TITLE = "sbfn-dist results report"
 REPORT_DIRS = ("figures", "tables")

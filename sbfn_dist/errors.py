@@ -5,6 +5,7 @@ an exception is rebuilt from its constructor's arguments, so a class whose const
 other arguments than the message says which in `__reduce__`.
 """
 
+import argparse
 import difflib
 import tempfile
 
@@ -57,3 +58,12 @@ class ConfigError(SbfnError):
 
 class DataError(SbfnError):
     """A data set is missing, unreadable or unsuitable for the requested experiment."""
+
+
+class Parser(argparse.ArgumentParser):
+    """Every command's parser (sub-commands' too: argparse makes them of their parent's class)."""
+
+    def error(self, message):
+        """argparse's refusal without its usage block (26 lines for a sweep command, above the
+        line that says what is wrong): that line, and where the options are."""
+        self.exit(2, f"error: {message} (--help lists every option)\n")

@@ -20,7 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.basis_comparison import write_appendix
-from sbfn_dist.interfaces.usage import bounded, HelpFormatter, ListOf, Parser
+from sbfn_dist.errors import Parser
+from sbfn_dist.interfaces.usage import HelpFormatter, ListOf, bounded
 from sweeps.commands.basis_trials import M_VALUES, RUNS, SWEEP, centres, run_trials
 
 

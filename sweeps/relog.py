@@ -18,8 +18,8 @@ one_line_on_interrupt(__name__)     # before the imports below: they take second
 import argparse
 import sys
 
-from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter, Parser
+from sbfn_dist.errors import Parser, SbfnError
+from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.engine.common.environment import quiet_logs
 from sweeps.engine.common.store import ResultStore
 from sweeps.engine.common.tracking_uri import check_tracking_uri, hide

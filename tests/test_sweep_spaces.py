@@ -184,7 +184,8 @@ def test_a_csv_classification_sweep_carries_its_task_and_target_into_every_trial
     spec = classification_sweep("csv:/data/patients.csv", "demo")
     configs = plan(spec, SweepOptions(name="x", overrides={"target": "outcome"}))
     assert {(c["task"], c["target"]) for c in configs} == {("classification", "outcome")}
-    with pytest.raises(ConfigError, match="a classification data set"):
+    with pytest.raises(ConfigError, match="diabetes is a regression data set: sweep it with "
+                                          "python -m sweeps.regression"):
         classification_sweep("diabetes", "demo")
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sbfn_dist.errors import SbfnError, require_writable
+from sbfn_dist.errors import Parser, SbfnError, require_writable
 from sbfn_dist.settings.fields import BY_NAME, Items
 from sbfn_dist.interfaces.summary import comparison_table
 from sbfn_dist.settings.tasks import TASKS
-from sbfn_dist.interfaces.usage import add_list_fields, HelpFormatter, Parser
+from sbfn_dist.interfaces.usage import HelpFormatter, add_list_fields
 
 def is_list(key: str) -> bool:
     """A setting whose value is a list (fields.py: Items), so `key=` is the empty list."""

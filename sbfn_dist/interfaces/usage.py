@@ -26,15 +26,6 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)".lstrip()
 
 
-class Parser(argparse.ArgumentParser):
-    """Every command's parser (sub-commands' too: argparse makes them of their parent's class)."""
-
-    def error(self, message):
-        """argparse's refusal without its usage block (26 lines for a sweep command, above the
-        line that says what is wrong): that line, and where the options are."""
-        self.exit(2, f"error: {message} (--help lists every option)\n")
-
-
 def scope_ctx(modality: str, task: str) -> Ctx:
     """A default trial of one kind, as far as it is known without a data set: its task's
     combiners all run (so a combiner's settings apply), SGD is the image optimizer."""

@@ -11,8 +11,8 @@ import shlex
 import signal
 import sys
 
-from sbfn_dist.errors import SbfnError, near_misses
-from sbfn_dist.interfaces.usage import (HelpFormatter, ListOf, Parser, add_list_fields,
+from sbfn_dist.errors import Parser, SbfnError, near_misses
+from sbfn_dist.interfaces.usage import (HelpFormatter, ListOf, add_list_fields,
                                         number_of)
 from sbfn_dist.settings.fields import TRIAL_FIELDS as SETTINGS, Int, field
 from sweeps.engine.plan.grid_trials import smoke

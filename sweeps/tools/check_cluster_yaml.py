@@ -38,8 +38,8 @@ import time
 
 import yaml
 
-from sbfn_dist.errors import SbfnError
-from sbfn_dist.interfaces.usage import HelpFormatter, Parser
+from sbfn_dist.errors import Parser, SbfnError
+from sbfn_dist.interfaces.usage import HelpFormatter
 from sweeps.engine.common.yaml_text import load_error
 from sweeps.tools.cluster_preflight import key_file_problem, preflight
 

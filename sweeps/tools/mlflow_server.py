@@ -31,7 +31,8 @@ import sys
 import time
 import urllib.request
 
-from sbfn_dist.interfaces.usage import HelpFormatter, Parser
+from sbfn_dist.errors import Parser
+from sbfn_dist.interfaces.usage import HelpFormatter
 
 HOST = "127.0.0.1"
 # The head's port (the cluster files pass it too): not MLflow's 5000, which the laptop's own
