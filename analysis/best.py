@@ -14,7 +14,9 @@ NOTES = [
     "Each model at its best configuration (the hyper-parameters that vary among its rows of the "
     "data set), best first: each fold's score averaged over seeds, then the mean over folds; "
     "only configurations with as many folds as the model's most complete one compete (one "
-    "stopped early has a mean over fewer). The sweep's end table ranks its models the same way.",
+    "stopped early has a mean over fewer). The sweep's end table ranks its models the same way, "
+    "and breaks ties alike: fewer members, then each setting by name, lower first, the model's "
+    "own setting last.",
     "std: the sample standard deviation (ddof = 1) of that configuration's per-fold scores.",
 ]
 
@@ -30,8 +32,8 @@ def _ranked(rows: pd.DataFrame, task: str) -> pd.DataFrame:
     """One data set's models at their best configurations, best first."""
     conf = configurations(rows, TASKS[task].metric)
     conf = conf[conf["n_folds"] == conf.groupby("model")["n_folds"].transform("max")]
-    best = conf.loc[best_index(conf.groupby("model")["mean"], task)]
-    best = best.sort_values("mean", ascending=not TASKS[task].higher_is_better)
+    best = conf.loc[best_index(conf.sort_values("model"), task, "model")]
+    best = best.sort_values("mean", ascending=not TASKS[task].higher_is_better, kind="stable")
     return best.assign(task=task, rank=range(1, len(best) + 1))[
         ["dataset", "task", "rank", "model", "config", "mean", "std", "n_folds"]]
 

@@ -139,8 +139,6 @@ def find_source(given: str) -> Source:
     if kind == pafs.FileType.File or stem == RESULTS_FILE:     # a table, not its sweep's directory
         name = posixpath.basename(parent) if stem == RESULTS_FILE else posixpath.splitext(stem)[0]
         return Source(fs, _parquet_files(fs, path), parent, name)
-    if stem == PARTS_DIR:
-        _refuse_parts(fs, path, given)
     merged, parts = f"{path}/{RESULTS_FILE}", f"{path}/{PARTS_DIR}"
     stale = (fs.get_file_info(merged).type != pafs.FileType.NotFound
              and not merge_is_current(fs, path))
@@ -159,17 +157,19 @@ def find_source(given: str) -> Source:
                        "file")
 
 
-def _refuse_parts(fs: pafs.FileSystem, path: str, given: str) -> None:
-    """A sweep's parts/ folder is no sweep: read as one, its report went inside parts/ and its
-    location was `..`, without the sweep's sweep.json. Refused where it is a sweep's (part files
-    there, or a sweep.json beside it); the sweep's directory reads the same parts."""
-    parent = posixpath.dirname(path)
+def sweep_directory(given: str) -> str:
+    """The sweep a path names: a sweep's parts/ folder (part files there, or a sweep.json beside
+    it) names its sweep, as a results.parquet path does (find_source), so that the sweep's
+    sweep.json, name, location and default report directory are the sweep's, not parts/'s;
+    any other path as given."""
+    fs, path = open_location(given)
+    parent, stem = posixpath.split(path)
+    if stem != PARTS_DIR or fs.get_file_info(path).type != pafs.FileType.Directory:
+        return given
     parts = [f for f in _parquet_files(fs, path) if PART_NAME.fullmatch(posixpath.basename(f))]
     if parts or fs.get_file_info(f"{parent}/{SWEEP_FILE}").type == pafs.FileType.File:
-        sweep = posixpath.dirname(given.rstrip("/")) or "."
-        raise ResultsError(f"{given} is a sweep's {PARTS_DIR}/ folder, not a sweep: pass the "
-                           f"sweep's directory, {sweep}, which reads these parts with its "
-                           f"{SWEEP_FILE} and writes the report beside them")
+        return posixpath.dirname(given.rstrip("/")) or "."
+    return given
 
 
 def _parquet_files(fs: pafs.FileSystem, path: str) -> list:
@@ -327,7 +327,7 @@ def load_results(paths, relative_to: Path | None = None) -> Results:
     if not paths:
         raise ResultsError("no results path given: pass at least one results/<sweep> directory")
     tables, infos, read = [], [], {}
-    for p in paths:
+    for p in map(sweep_directory, map(str, paths)):
         source = find_source(str(p))
         if source.home in read:     # its rows twice: the counts doubled, the means unchanged
             raise ResultsError(f"{p} is the sweep {read[source.home]} again: give each sweep once")

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.labels import param_label
-from sbfn_dist.records import ANCHORS, BEST_SINGLE, COLUMNS, TASKS, is_hyperparameter
+from sbfn_dist.records import (ANCHORS, BEST_SINGLE, COLUMNS, TASKS, best_position,
+                               is_hyperparameter)
 
 
 def varying_columns(df: pd.DataFrame, exclude=()) -> list[str]:
@@ -47,10 +48,16 @@ def fold_values(df: pd.DataFrame, keys: list, metric: str, extra=(),
     return df.groupby([*keys, *unit], dropna=False, sort=False)[cols].mean().reset_index()
 
 
-def best_index(means, task: str):
-    """Index of the best mean (per group, for a groupby): the highest where the task's metric
-    is better higher (accuracy), else the lowest (RMSE)."""
-    return means.idxmax() if TASKS[task].higher_is_better else means.idxmin()
+def best_index(conf: pd.DataFrame, task: str, by=None):
+    """The index of the best configuration among `conf`'s rows (configurations': `mean`,
+    `config_columns`), or with `by` (columns) a list of one per group: the highest mean where
+    the task's metric is better higher (accuracy), else the lowest; means that tie go by
+    records.best_position's rule (the sweep's progress line and end table use it too)."""
+    if by is not None:
+        return [best_index(g, task) for _, g in conf.groupby(by, dropna=False, sort=False)]
+    settings = [{c: r[c] for c in r["config_columns"].split(", ") if c}
+                for r in conf.to_dict("records")]
+    return conf.index[best_position(conf["mean"], settings, TASKS[task].higher_is_better)]
 
 
 KEEP = ("n_members", "epsilon", "ensemble")
@@ -96,7 +103,7 @@ def best_configuration(rows: pd.DataFrame, task: str) -> tuple[pd.Series, pd.Dat
     stopped early (ASHA) has a mean over fewer and is never chosen."""
     conf = configurations(rows, TASKS[task].metric)
     conf = conf[conf["n_folds"] == conf["n_folds"].max()]
-    best = conf.loc[best_index(conf["mean"], task)]
+    best = conf.loc[best_index(conf, task)]
     chosen = pd.Series(True, index=rows.index)
     for c in (c for c in best["config_columns"].split(", ") if c):
         chosen &= rows[c].isna() if pd.isna(best[c]) else rows[c].eq(best[c])

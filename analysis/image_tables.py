@@ -164,7 +164,7 @@ def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:
     extra = [c for c in ("train_seconds", "eval_seconds", "member_accuracy_mean", *CALIBRATION)
              if c in ok]
     conf = configurations(ok, "accuracy", extra=extra)
-    best = conf.loc[best_index(conf.groupby(group, sort=False)["mean"], "classification")]
+    best = conf.loc[best_index(conf, "classification", group)]
     best = best.reset_index(drop=True)
     out = best[group + ["config", "n_members", "epsilon"]].assign(
         accuracy_pct=100 * best["mean"], n_splits=best["n_folds"],

@@ -20,7 +20,8 @@ import time
 from pathlib import Path, PurePosixPath
 
 from analysis import sections
-from analysis.collect import Results, ResultsError, is_remote, load_results, open_location
+from analysis.collect import (Results, ResultsError, is_remote, load_results, open_location,
+                             RESULTS_FILE, sweep_directory)
 from analysis.document import Contents, Heading, Table, Text, html_page, markdown, write_tables
 from analysis.stats import (DEFAULT_TEST, TESTS, PairedTest, PairedTestError,
                             paired_test_of)
@@ -92,7 +93,8 @@ def write_report(paths, out: Path | None = None, test: PairedTest = PairedTest()
     Raises ResultsError for results it cannot read and OutError for an `out` it cannot write;
     either way nothing is written (directories it created are removed again)."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    out = Path(out) if out else default_out(str(paths[0]))
+    paths = [sweep_directory(str(p)) for p in paths]        # a sweep's parts/: the sweep
+    out = Path(out) if out else default_out(paths[0])
     check_out(out)
     results = load_results(paths, relative_to=out)
     made = make_dirs(out)                   # fails here, before any work, where out is unwritable
@@ -170,7 +172,16 @@ def default_out(first: str) -> Path:
     if is_remote(first):
         return Path(f"{PurePosixPath(first.rstrip('/')).name}-report")
     local = Path(open_location(first)[1])
-    return (local if local.is_dir() else local.parent) / "report"
+    # a results.parquet directory of parts is a table, as its file is: beside it, not inside
+    table = not local.is_dir() or local.name == RESULTS_FILE
+    return (local.parent if table else local) / "report"
+
+
+def read_instead(paths) -> list:
+    """One line per path read as another: a sweep's parts/ folder is read as its sweep
+    (collect.sweep_directory), as a results.parquet path is."""
+    return [f"note: {p} is the parts/ folder of the sweep {d}: reading the sweep {d}"
+            for p in paths if (d := sweep_directory(p)) != p]
 
 
 def main(argv=None) -> int:
@@ -188,6 +199,8 @@ def main(argv=None) -> int:
                         "as a fraction: 0.01 is one point)")
     args = parser.parse_args(argv)
     try:
+        for line in read_instead(args.results):
+            print(line)
         out = write_report(args.results, args.out, paired_test_of(args.test, args.rope))
     except (ResultsError, OutError, PairedTestError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -93,7 +93,7 @@ def verdict_blocks(results, test: PairedTest) -> list:
             Table("verdicts", "Verdicts: the s-BFN against the practitioners' combiners and the "
                   "best single hypothesis", table, verdict.verdict_view(table, test),
                   verdict.NOTES + paired_test_notes(test, table["n_pairs"])
-                  + no_test_notes(table)),
+                  + no_test_notes(table) + verdict.design_notes(results.ok, table)),
             *([Text(missing)] if missing else [])]
 
 

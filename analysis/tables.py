@@ -109,7 +109,7 @@ def quartile_table(ok: pd.DataFrame, not_ok: pd.DataFrame, task: str = "regressi
     conf = configurations(ok, TASKS[task].metric) if conf is None else conf
     rows = []
     for (dataset, model), sub in conf.groupby(["dataset", "model"], sort=False):
-        best = sub.loc[best_index(sub["mean"], task)]
+        best = sub.loc[best_index(sub, task)]
         excluded = ((not_ok["dataset"] == dataset) & (not_ok["model"] == model)).sum()
         rows.append({"dataset": dataset, "model": model, "label": model_label(model),
                      "first_model": best["mean"], "std_dev": best["std"],
@@ -141,7 +141,7 @@ def interval_by_m_eps(ok: pd.DataFrame, task: str = "regression", level: float =
     if conf.empty:
         return pd.DataFrame()
     cells = ["dataset", "model", "n_members", "epsilon"]
-    best = conf.loc[best_index(conf.groupby(cells, dropna=False, sort=False)["mean"], task)]
+    best = conf.loc[best_index(conf, task, cells)]
     half = t_half_width(best["std"], best["n_folds"], level)
     out = best[cells].assign(mean=best["mean"], ci_low=best["mean"] - half, ci_high=best["mean"] + half,
                              n_folds=best["n_folds"], level=level, config=best["config"])
@@ -157,7 +157,7 @@ def reference_scores(ok: pd.DataFrame, task: str) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=["dataset", "model", "kind", "mean", "config"])
     conf = configurations(rows, TASKS[task].metric)
-    best = conf.loc[best_index(conf.groupby(["dataset", "model"], sort=False)["mean"], task)]
+    best = conf.loc[best_index(conf, task, ["dataset", "model"])]
     kind = np.where(best["model"] == REFERENCE_MODEL, "single network", "competitor")
     out = best[["dataset", "model"]].assign(kind=kind, mean=best["mean"], config=best["config"])
     return in_model_order(out)
@@ -187,10 +187,9 @@ def objective_points(rows: pd.DataFrame, task: str, model: str, settings=()) -> 
     settings = [c for c in conf["config_columns"].iloc[0].split(", ")
                 if c and COLUMNS[c].kind != "setting"]          # not λ2, not model_params
     if settings:
-        conf = conf.loc[best_index(conf.groupby(settings, dropna=False, sort=False)["mean"],
-                                   task)]
+        conf = conf.loc[best_index(conf, task, settings)]
     else:
-        conf = conf.loc[[best_index(conf["mean"], task)]]
+        conf = conf.loc[[best_index(conf, task)]]
     return conf.assign(complete=conf["n_folds"] == conf["n_folds"].max()).reset_index(drop=True)
 
 

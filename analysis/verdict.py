@@ -10,7 +10,8 @@ import pandas as pd
 
 from analysis.configs import best_configuration, fold_values
 from analysis.labels import model_label
-from analysis.resampling import DESIGN_UNIT, design, planned_interval, planned_test, with_design
+from analysis.resampling import (DESIGN_UNIT, design, design_names, planned_interval,
+                                 planned_test, with_design)
 from analysis.stats import PairedTest, decide, same, test_cells
 from analysis.tables import objective_model
 from sbfn_dist.records import ANCHORS, BEST_SINGLE, TASKS
@@ -84,7 +85,8 @@ def data_set_verdict(rows: pd.DataFrame, task: str, model: str | None,
                     "n_better": int(((a > b) & ~tie).sum()),
                     "n_worse": int(((a < b) & ~tie).sum()), "n_equal": int(tie.sum()),
                     "same_members": _calls(ours) == _calls(theirs), "size_ratio": plan.ratio,
-                    "no_test": plan.note, "sbfn_config": ours_conf["config"],
+                    "no_test": plan.note, "design": _tested_within(whole, ours, theirs),
+                    "sbfn_config": ours_conf["config"],
                     "against_config": their_conf["config"]})
     table = decide(pd.DataFrame(out), test)
     return table.assign(verdict=_verdicts(table, test))
@@ -95,6 +97,27 @@ def _compared_design(whole, ours: pd.DataFrame, theirs: pd.DataFrame):
     both within one design are tested within it, else no test; one design's data set keeps
     its own (its n2/n1 from all its splits)."""
     return whole if whole.unit != DESIGN_UNIT else design(pd.concat([ours, theirs]))
+
+
+def _tested_within(whole, ours: pd.DataFrame, theirs: pd.DataFrame) -> str:
+    """The design(s) a comparison's pairs come from, where the data set holds several ("" where
+    it holds one: nothing to tell apart)."""
+    if whole.unit != DESIGN_UNIT:
+        return ""
+    return "; ".join(sorted(set(design_names(pd.concat([ours, theirs])))))
+
+
+def design_notes(rows: pd.DataFrame, table: pd.DataFrame) -> list:
+    """A line per data set of several designs: which it holds, that they are never pooled, and
+    that each comparison is paired within its `design`."""
+    said = []
+    for dataset in table.loc[table["design"] != "", "dataset"].unique():
+        found = sorted(set(design_names(rows[rows["dataset"] == dataset])))
+        said.append(f"{dataset} holds rows of {len(found)} resampling designs "
+                    f"({'; '.join(found)}), never pooled: each comparison pairs and tests "
+                    "only the splits of the design its two best configurations lie in (column "
+                    "design); one spanning designs has no test.")
+    return said
 
 
 def _calls(rows: pd.DataFrame) -> set:
@@ -124,7 +147,8 @@ def verdict_view(table: pd.DataFrame, test: PairedTest) -> pd.DataFrame:
             table["n_better"], table["n_worse"], table["n_equal"])],
         "same members": table["same_members"].map({True: "yes", False: "no"}),
         "s-BFN configuration": table["sbfn_config"],
-        "its configuration": table["against_config"]})
+        "its configuration": table["against_config"],
+        **({"design": table["design"]} if table["design"].ne("").any() else {})})
 
 
 def verdict_lines(table: pd.DataFrame, test: PairedTest) -> list:

@@ -137,6 +137,64 @@ def model_label(name: str) -> str:
     return MODEL_LABELS.get(name, name)
 
 
+# ------------------------------------------------------------------------- the best of ties
+# Two means of a metric tie when they differ by at most this relative amount: the same scores
+# averaged in another order (a sweep's running means, its end table, the report) differ in
+# their last bits, and 2 of 3 images right is 66.67% in every configuration that got them.
+TIE = 1e-9
+# The model's own setting (its combiner's lambda2, a competitor's grid point: model_params)
+# breaks a tie last, after the configuration's settings, since the sweep's progress line ranks
+# configurations by their objective's best setting without naming it.
+OWN_SETTING = ("lambda2", "model_params")
+
+
+def best_position(means, settings, higher_is_better: bool):
+    """The position of the best of `means` (NaN never), one configuration each with its
+    `settings` (a mapping: setting -> value); None when none is a number. Means that tie (TIE)
+    go to the first in `tie_order`: the one rule of the sweep's progress line, its end table and
+    the report (docs/sweeps.md, "Ties")."""
+    sign = -1.0 if higher_is_better else 1.0
+    keys = [sign * float(m) for m in means]
+    scored = [k for k in keys if k == k]
+    if not scored:
+        return None
+    top = min(scored)
+    tied = [i for i, k in enumerate(keys) if k == k and k - top <= TIE * abs(top)]
+    return min(tied, key=lambda i: tie_order(settings[i]))
+
+
+def tie_order(settings: Mapping) -> tuple:
+    """How tied configurations are ordered: fewer members first (the cheaper ensemble to train
+    and serve), then every other setting by name, lower values first (numbers, also as text
+    "0.5", by value; text alphabetically; unset or "-" first), the model's own setting last
+    (OWN_SETTING; model_params' JSON read as its settings)."""
+    flat = {k: v for k, v in settings.items() if k != "model_params"}
+    own = _json_settings(settings.get("model_params"))
+    first = lambda name: (name != "n_members", name in OWN_SETTING, name)
+    return (*((n, _value_order(flat[n])) for n in sorted(flat, key=first)),
+            *((n, _value_order(own[n])) for n in sorted(own)))
+
+
+def _json_settings(text) -> dict:
+    """model_params' JSON as a mapping ({} for none, or for a label that is not JSON)."""
+    try:
+        parsed = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {"model_params": text}
+    return parsed if isinstance(parsed, dict) else {"model_params": text}
+
+
+def _value_order(value) -> tuple:
+    """A total order of setting values: unset, then numbers by value, then text."""
+    if value is None or value in ("", "-") or (isinstance(value, float) and value != value):
+        return (0, 0.0, "")
+    try:
+        return (1, float(value), "")
+    except (TypeError, ValueError):
+        return (2, 0.0, json.dumps(value, sort_keys=True, default=str)
+                if not isinstance(value, str) else value)
+
+
 # ------------------------------------------------------------------------- building records
 def model_names(config: Mapping) -> set[str]:
     """The models whose records a trial writes on each fold: its combiners, its competitors and

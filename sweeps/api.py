@@ -100,7 +100,7 @@ class SweepResult:
                            self.plan.configs)
         if not len(means):
             return None
-        return self._described(means.loc[_best_row(means, metric)], metric)
+        return self._described(means.loc[_best_row(means, metric, self.plan.configs)], metric)
 
     @classmethod
     def open(cls, path, objective: str | None = None) -> "SweepResult":
@@ -147,7 +147,7 @@ class SweepResult:
             raise ExportError(f"{trial_id} has no model with every fold ok "
                               f"({_why_not(self._rows_of(trial_id))}): choose another "
                               "configuration (--config)")
-        return self._described(means.loc[_best_row(means, metric)], metric)
+        return self._described(means.loc[_best_row(means, metric, self.plan.configs)], metric)
 
     def _rows_of(self, trial_id: str) -> pd.DataFrame:
         rows = self.frame[self.frame["trial_id"] == trial_id]

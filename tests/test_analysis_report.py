@@ -472,21 +472,29 @@ def test_a_sweep_whose_parts_were_never_merged_is_read_from_parts(sweeps, tmp_pa
     assert unmerged.sweeps[0].n_trials == merged.sweeps[0].n_trials == 19
 
 
-def test_a_sweep_s_parts_folder_is_refused_in_one_line_naming_the_sweep(sweeps, tmp_path,
-                                                                         capsys):
+def test_a_sweep_s_parts_folder_is_read_as_its_sweep_saying_so(sweeps, tmp_path, capsys,
+                                                                monkeypatch):
     """Read as a sweep, parts/ wrote its report inside parts/, located the sweep as `..` and
-    lost its sweep.json (trials expected blank): the sweep's directory is the fix."""
+    lost its sweep.json (trials expected blank): it is read as its sweep, as a results.parquet
+    path is, in one line saying so."""
     home = tmp_path / "sweep"
     (home / "parts").mkdir(parents=True)
     for part in (sweeps[0] / "results.parquet").glob("*.parquet"):
         (home / "parts" / part.name).write_bytes(part.read_bytes())
     (home / "sweep.json").write_text((sweeps[0] / "sweep.json").read_text())
-    assert main([str(home / "parts")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "parts/ folder" in err
-    assert f"pass the sweep's directory, {home}," in err
+    monkeypatch.chdir(tmp_path)                 # one tree: the location is relative
+    assert main([str(home / "parts")]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"note: {home / 'parts'} is the parts/ folder of the sweep {home}: " \
+        f"reading the sweep {home}"
     assert not (home / "parts" / "report").exists()
-    assert load_results(home).sweeps[0].n_trials_expected == 23      # the fix works
+    listed = pd.read_csv(home / "report" / "tables" / "sweeps.csv")
+    assert listed.loc[0, "location"] == ".." and listed.loc[0, "trials_expected"] == 23
+    assert load_results(home / "parts").sweeps[0].n_trials_expected == 23
+
+
+def test_a_results_parquet_directory_s_report_lies_beside_it(sweeps):
+    assert default_out(str(sweeps[0] / "results.parquet")) == sweeps[0] / "report"
 
 
 @pytest.mark.parametrize("case, message", [

@@ -278,3 +278,17 @@ def test_the_report_says_under_the_verdicts_and_the_ranking_why_two_designs_get_
     note = ("No test for d: rows of 2 resampling designs (kfold, folds 3, all rows; kfold, "
             "folds 5, all rows) are never paired and get no test")
     assert md.count(note) >= 3          # the verdicts, the ranking, its pairs
+
+
+def test_a_verdict_tested_within_one_of_two_designs_says_which_and_that_they_are_not_pooled(
+        tmp_path):
+    table = verdicts(two_design_table(200), PairedTest(), {"s": "sbfn_ls_linear"})
+    assert (table["design"] == "kfold, folds 5, all rows").all()
+    assert (verdicts(regression_table(), PairedTest(), {"s": "sbfn_ls_linear"})["design"]
+            == "").all()                                 # one design: nothing to tell apart
+    home = tmp_path / "s"
+    home.mkdir()
+    two_design_table(200).to_parquet(home / "results.parquet")
+    md = (write_report(home, tmp_path / "report") / "report.md").read_text()
+    assert ("d holds rows of 2 resampling designs (kfold, folds 3, 200 rows; kfold, folds 5, "
+            "all rows), never pooled: each comparison pairs and tests only the splits") in md

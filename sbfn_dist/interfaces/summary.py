@@ -7,7 +7,7 @@ column. The full analysis (quartiles, intervals, tests) lives in the analysis la
 
 import pandas as pd
 
-from sbfn_dist.records import model_label
+from sbfn_dist.records import best_position, model_label
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER
 
 
@@ -21,6 +21,7 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     ok = per_split(df[df["status"] == "ok"], ["model", *settings], metric)
     per_setting = (ok.groupby(["model", *settings])[metric]
                    .agg(["mean", "std", "count"]).reset_index())
+    chosen = _best_settings(per_setting, settings, metric)
     per_setting["model_params"] = per_setting["model_params"].replace("{}", "")   # none: blank
     axes = [c for c in settings if c != "model_params"]
     if axes and len(per_setting):  # a label per configuration: "n_members=10 epsilon=0.35 {…}"
@@ -29,8 +30,7 @@ def comparison_table(records: list[dict], metric: str = "rmse",
                                                 axis=1).agg(lambda r: " ".join(filter(None, r)), axis=1)
     per_setting = per_setting.drop(columns=axes)
     sign = -1 if metric in HIGHER_IS_BETTER else 1
-    per_setting["key"] = sign * per_setting["mean"]
-    best = per_setting.loc[per_setting.groupby("model")["key"].idxmin()].drop(columns="key")
+    best = per_setting.loc[chosen]
     settings = per_setting.groupby("model").size().rename("settings")
     failed = df[df["status"] != "ok"].groupby("model").size().rename("not_ok")
     # Outer join: a model whose every row diverged still gets a line (mean NaN, not_ok > 0).
@@ -39,6 +39,17 @@ def comparison_table(records: list[dict], metric: str = "rmse",
     table.insert(0, "label", [model_label(m) for m in table.index])
     return table.rename(columns={"mean": f"{metric}_mean", "std": f"{metric}_std",
                                  "count": "folds", "model_params": "best_setting"})
+
+
+def _best_settings(per_setting: pd.DataFrame, settings: list, metric: str) -> list:
+    """Each model's best setting (its index), ties by records.best_position's rule, as the
+    report and the sweep's progress line break them."""
+    chosen = []
+    for _, rows in per_setting.groupby("model", sort=True):
+        points = rows[settings].to_dict("records")
+        at = best_position(rows["mean"], points, metric in HIGHER_IS_BETTER)
+        chosen.append(rows.index[at if at is not None else 0])   # every row diverged: NaN
+    return chosen
 
 
 SPLIT = ("seed", "fold")     # a split: a fold of one seed's splitting of the data

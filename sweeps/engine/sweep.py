@@ -153,7 +153,7 @@ def _keep_best_models(opts: SweepOptions, outcome: SweepOutcome, store: ResultSt
     # As SweepResult.best ranks them (sweeps.engine.results.ranking), by the task's metric.
     configs = outcome.plan.configs
     means = best_means(outcome.table, outcome.objective, TASKS[outcome.task].scores, configs)
-    best = means.loc[best_row(means, metric_of(outcome.task))] if len(means) else None
+    best = means.loc[best_row(means, metric_of(outcome.task), configs)] if len(means) else None
     keep_only(store, best, trials_of(best["trial_id"], configs) if best is not None else [])
 
 

@@ -11,16 +11,21 @@ import json
 
 import pandas as pd
 
+from sbfn_dist.records import best_position
 from sbfn_dist.settings.tasks import HIGHER_IS_BETTER
 from sweeps.engine.plan.planning import folds_of
 
 
-def best_row(means: pd.DataFrame, metric: str):
+def best_row(means: pd.DataFrame, metric: str, configs: list = ()):
     """The index of the best CV mean of `metric` (lowest error, highest accuracy or R^2) among
     the rows that learned something (learned_rows): an uninformative combiner wins only where
-    every one is."""
-    sign = -1 if metric in HIGHER_IS_BETTER else 1
-    return (sign * learned_rows(means)[metric]).idxmin()
+    every one is. Ties by records.best_position's rule over each row's configuration (its
+    planned settings among `configs`) and model_params, as the end table breaks them."""
+    rows = learned_rows(means)
+    planned = {c["trial_id"]: c for c in configs}
+    settings = [{**{k: v for k, v in planned.get(t, {}).items() if k != "trial_id"},
+                 "model_params": p} for t, p in zip(rows["trial_id"], rows["model_params"])]
+    return rows.index[best_position(rows[metric], settings, metric in HIGHER_IS_BETTER)]
 
 
 def learned_rows(means: pd.DataFrame) -> pd.DataFrame:

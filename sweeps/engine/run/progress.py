@@ -252,9 +252,14 @@ class ProgressLine(Callback):
                   for group, members in whole.items() if len(members) >= planned.get(group, 1)]
         if not scored:
             return None
-        value, (trial, key, summary) = self._pick(scored, key=lambda s: s[0])
-        split = planned.get(groups.get(key, key), 1) > 1
-        return value, summary.get("objective_model", ""), _label(trial, key, split)
+        split = [planned.get(groups.get(key, key), 1) > 1 for _, (_, key, _) in scored]
+        points = [_settings(trial, key, s) for (_, (trial, key, _)), s in zip(scored, split)]
+        # ties as the end table and the report break them (records.best_position)
+        at = records.best_position([v for v, _ in scored], points, self.mode == "max")
+        if at is None:                           # every pooled mean NaN: none to name
+            return None
+        value, (trial, key, summary) = scored[at]
+        return value, summary.get("objective_model", ""), _label(trial, key, split[at])
 
     @property
     def _pick(self):
@@ -319,12 +324,15 @@ def _usable(value) -> bool:
 
 
 def _label(trial, key: str, split: bool = False) -> str:
+    """The settings of the configuration `key` of the trial, as the end table shows them."""
+    return " ".join(f"{k}={setting_text(k, v)}" for k, v in _settings(trial, key, split).items())
+
+
+def _settings(trial, key: str, split: bool = False) -> dict:
     """The settings of the configuration `key` of the trial (its planned point; without its
     fold where the configuration is `split` by fold, each split a trial)."""
-    return " ".join(f"{k}={setting_text(k, v)}"
-                    for k, v in settings_of(_point(trial, key)).items()
-                    if not isinstance(v, dict)     # lists as the table
-                    and not (split and k == "fold"))
+    return {k: v for k, v in settings_of(_point(trial, key)).items()
+            if not isinstance(v, dict) and not (split and k == "fold")}
 
 
 def _point(trial, key: str) -> dict:
