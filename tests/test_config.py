@@ -105,6 +105,24 @@ def test_the_task_must_fit_the_data():
         TrialConfig.from_dict({"dataset": "digits", "task": "regression"})
 
 
+def test_a_task_the_data_cannot_take_names_both_fixes():
+    """It said "a table with a class column is csv:PATH with task='classification'", also to a
+    regression asked of breast_cancer."""
+    with pytest.raises(ConfigError, match=r"'breast_cancer' is a classification data set: leave "
+                                          r"task out \(the data set's own\), or name a "
+                                          r"regression data set: air_quality, .*friedman1, or "
+                                          r"csv:PATH with target=COLUMN$"):
+        TrialConfig.from_dict({"dataset": "breast_cancer", "task": "regression"})
+    with pytest.raises(ConfigError, match=r"'diabetes' is a regression data set: .* name a "
+                                          r"classification data set: breast_cancer, wine, iris, "
+                                          r"or csv:PATH"):
+        TrialConfig.from_dict({"dataset": "diabetes", "task": "classification"})
+    with pytest.raises(ConfigError, match=r"'digits' is a classification data set: leave task "
+                                          r"out \(the data set's own\), or name a regression "):
+        TrialConfig.from_dict({"dataset": "digits", "task": "regresion"})
+    assert TrialConfig.from_dict({"dataset": "csv:x.csv", "task": "classification"})
+
+
 def test_split_and_folds_are_checked_together():
     with pytest.raises(ConfigError, match="folds.*>= 2"):
         TrialConfig.from_dict({"dataset": "diabetes", "folds": 1})

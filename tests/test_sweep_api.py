@@ -301,7 +301,10 @@ def test_a_bad_sweep_file_is_refused_naming_the_file_and_the_key(tmp_path, text,
                                             r"starts an escape .*single quotes"),
     (TINY.replace("folds: 2", "folds 2"), r"line 3, column 1: not valid YAML: a line that is "
                                           r"neither `key: value`.*add the ':'"),
-], ids=["more indented", "less indented", "tab", "backslash", "no colon"])
+    # the first key indented, the next not: YAML names no mapping (an AttributeError's traceback)
+    (" " + TINY, r"line 2, column 1: not valid YAML: a key indented differently from the keys "
+                 r"beside it \(0 spaces; the mapping it falls in, from line 1, has 1 space\)"),
+], ids=["more indented", "less indented", "tab", "backslash", "no colon", "first indented"])
 def test_yaml_that_does_not_parse_is_said_in_one_line_with_its_fix(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(SweepFileError, match=message) as refused:

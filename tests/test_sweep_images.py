@@ -63,7 +63,14 @@ def test_a_folder_is_named_after_itself_and_resized_by_image_size(folder):
 FORMS = ("npz:PATH", "folder:PATH")    # where images were expected, the line names your own
 BAD = [   # (case, arguments, what the one line says)
     ("no data set", [], ("--dataset is missing", *FORMS)),
-    ("a table", ["--dataset", "wine"], ("sweeps.classification", *FORMS)),
+    # was "tables are swept by python -m sweeps.regression or sweeps.classification"
+    ("a table", ["--dataset", "wine"], ("wine is a classification data set: sweep it with "
+                                        "python -m sweeps.classification --dataset wine",
+                                        *FORMS)),
+    ("a regression table", ["--dataset", "diabetes"],
+     ("sweep it with python -m sweeps.regression --dataset diabetes", *FORMS)),
+    ("your own table", ["--dataset", "csv:{tmp}/t.csv"],
+     ("is a table: sweep it with python -m sweeps.regression or sweeps.classification", *FORMS)),
     ("a misspelt name", ["--dataset", "fashion-mnist"], ("did you mean 'fashion_mnist'", *FORMS)),
     ("a missing folder", ["--dataset", "folder:{tmp}/nowhere"], ("{tmp}/nowhere does not exist",)),
     ("images of two sizes", ["--dataset", "folder:{folder}"], ("differ in shape",

@@ -392,8 +392,14 @@ class TaskOf:
         return v in ctx.data.tasks
 
     def text(self, ctx) -> str:
-        return (f"one of {ctx.data.tasks}: '{ctx['dataset']}' is a {ctx.data.task} data set "
-                "(a table with a class column is csv:PATH with task='classification')")
+        # both fixes: the data set's own task, or a data set of the other one (it said "a table
+        # with a class column is csv:PATH with task='classification'", to a regression too)
+        data = ctx.data
+        others = [task for task in TASKS if task not in data.tasks]
+        instead = "".join(f", or name a {t} data set: {', '.join(catalog.names('tabular', t))}, "
+                          "or csv:PATH with target=COLUMN" for t in others)
+        return (f"one of {data.tasks}: '{ctx['dataset']}' is a {data.task} data set: leave task "
+                f"out (the data set's own){instead}")
 
 
 TABULAR = "tabular data sets (MLP members)"

@@ -65,7 +65,7 @@ def _tab(exc):
 
 
 def _key_out_of_line(exc):
-    mark, block = exc.problem_mark, exc.context_mark
+    mark, block = exc.problem_mark, exc.context_mark or _first_key(exc.problem_mark)
     return mark, (f"a key indented differently from the keys beside it ({_spaces(mark.column)}; "
                   f"the mapping it falls in, from line {block.line + 1}, has "
                   f"{_spaces(block.column)}): line it up with the keys it belongs with, "
@@ -77,6 +77,15 @@ class _Start:
 
     def __init__(self, line, column):
         self.line, self.column = line, column
+
+
+def _first_key(mark) -> _Start:
+    """Where the file's top-level mapping began: YAML names no mapping when the first key is
+    indented and a later one is not (`expected '<document start>'`)."""
+    lines = _lines(mark)
+    first = next((i for i, line in enumerate(lines)
+                  if line.strip() and not line.lstrip().startswith("#")), 0)
+    return _Start(first, _indent(lines[first]))
 
 
 def _colon_in_value(exc):

@@ -246,6 +246,9 @@ def _swept_by(dataset: str, data: catalog.DataSet) -> str:
     if data.modality == "image":
         return (f"{dataset} is an image data set: sweep it with python -m sweeps.images "
                 f"--dataset {dataset}")
+    if len(data.tasks) > 1:                     # your own table (csv:) is either task's
+        return (f"{dataset} is a table: sweep it with python -m sweeps.regression or "
+                f"sweeps.classification --dataset {dataset} --set target=COLUMN")
     return (f"{dataset} is a {data.task} data set: sweep it with python -m sweeps.{data.task} "
             f"--dataset {dataset}")
 
@@ -312,12 +315,13 @@ def _asked_splits(given: int | None, grid: Grid) -> tuple[str | None, int]:
 
 def _check_image(dataset: str) -> None:
     """Refuse, in one line, a data set that holds no images: name the image sets, the nearest
-    name to a misspelt one, and where tables are swept."""
+    name to a misspelt one, and the command that sweeps a table."""
     known = catalog.names("image")
     try:
-        if catalog.lookup(dataset).modality == "image":
+        data = catalog.lookup(dataset)
+        if data.modality == "image":
             return
-        hint = "; tables are swept by python -m sweeps.regression or sweeps.classification"
+        hint = f"; {_swept_by(dataset, data)}"
     except DataError:
         hint = did_you_mean(str(dataset), known)
     raise ConfigError("dataset", dataset, f"an image data set: one of {', '.join(known)}, "
