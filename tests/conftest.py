@@ -58,9 +58,17 @@ def mlflow_server(tmp_path_factory):
     """A real `mlflow server` on 127.0.0.1 (sqlite store, local artifacts), for the session."""
     from sweeps.tools import mlflow_server as server
     from tests.sweep_helpers import free_port
-    port = free_port()
     store = tmp_path_factory.mktemp("mlflow-server")
-    server.start(store, str(store / "artifacts"), port=port, workers=1)
+    for attempt in range(3):
+        # A free port can be taken in the seconds the server takes to bind it (another test
+        # process's Ray took one once: "[Errno 98] ... address already in use"): another port.
+        port = free_port()
+        try:
+            server.start(store, str(store / "artifacts"), port=port, workers=1)
+            break
+        except RuntimeError as exc:
+            if "address already in use" not in str(exc) or attempt == 2:
+                raise
     yield f"http://127.0.0.1:{port}"
     server.stop(store)
 
