@@ -155,9 +155,9 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 
 
 @pytest.mark.parametrize("at, sig, command, said", [
-    ("sweeps.commands.cli", "SIGINT", "sweeps.regression", "had not started; nothing was written"),
-    ("sweeps.commands.cli", "SIGTERM", "sweeps.regression", "had not started; nothing was written"),
-    ("sweeps.engine.tracking.mlflow_runs", "SIGINT", "sweeps.relog", "had not started; nothing was written"),
+    ("sweeps.engine.sweep", "SIGINT", "sweeps.regression", "had not started; nothing was written"),
+    ("sweeps.engine.sweep", "SIGTERM", "sweeps.regression", "had not started; nothing was written"),
+    ("sweeps.engine.common.tracking_uri", "SIGINT", "sweeps.relog", "had not started; nothing was written"),
     ("ray", "SIGINT", "sweeps.tools.check_cluster_yaml", "stopped before it finished")])
 def test_a_command_interrupted_as_it_starts_says_so_in_one_line(tmp_path, at, sig, command, said):
     """Ctrl-C in a command's first seconds, while its imports load, printed a KeyboardInterrupt
