@@ -319,6 +319,53 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
     assert history(again.client, run, "folds_done")[0] == [1, 2]
 
 
+def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_trial(tmp_path):
+    """Tune saves a trial as done before the logging thread has logged its last fold and end; a
+    driver killed in between left the run RUNNING, and a resume skips the trial (Tune's saved
+    state), so nothing else would log it (test_sweep_faults saw it once in CI). The resume's end
+    logs the stored fold the run lacks and ends the run; a run already ended stays as it is."""
+    from ray.tune.experiment import Trial
+
+    from sbfn_dist.settings.config import TrialConfig
+    from sweeps.engine.common.store import ResultStore
+    from sweeps.engine.tracking.mlflow_logger import MLflowSweepLogger
+    from sweeps.engine.tracking.mlflow_runs import SweepTracker
+    store = ResultStore(str(tmp_path / "results"))
+    store.create()
+    configs = {key: {"trial_id": key, "task": "regression", "split": "kfold", "folds": 3,
+                     "fold": None, "extra": {"role": "ensemble"}} for key in ("open", "ended")}
+    for key in configs:
+        for fold in range(3):
+            store.write_part(key, fold, [{"trial_id": key, "fold": fold, "task": "regression",
+                                          "model": "sbfn_ls", "model_params": "{}",
+                                          "status": "ok", "role": "ensemble",
+                                          "rmse": 1.0 + fold}])
+    sweep = {"name": "s", "grid": "g", "dataset": "d", "task": "regression"}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    killed = SweepTracker(uri, sweep, store)               # the driver that was killed
+    for key, config in configs.items():
+        for fold in (0, 1):
+            killed.apply({"op": "fold", "config": config, "fold": fold, "stamp": 1000 + fold,
+                          "summary": {"folds_done": fold + 1, "rmse/sbfn_ls": 1.0 + fold / 2}})
+    killed.apply({"op": "finish", "config": configs["ended"], "status": "FINISHED"})
+    trials = []
+    for key in configs:                                    # as the resume's Tune restored them
+        trial = Trial("sweep_trainable", config={"key": key}, stub=True)
+        trial.set_status(Trial.TERMINATED)
+        trials.append(trial)
+    logger = MLflowSweepLogger(uri, sweep, lambda params: [TrialConfig(configs[params["key"]])],
+                               store)
+    logger.on_experiment_end(trials=trials)
+    client = killed.client
+    opened, ended = (client.get_run(killed.run_id(configs[k])) for k in ("open", "ended"))
+    assert opened.info.status == "FINISHED" and ended.info.status == "FINISHED"
+    assert history(client, opened, "rmse/sbfn_ls/by_fold") == ([0, 1, 2], [1.0, 2.0, 3.0])
+    assert history(client, opened, "rmse/sbfn_ls")[0] == [1, 2, 3]   # its running mean: a step
+    assert history(client, opened, "rmse/sbfn_ls")[1][-1] == pytest.approx(2.0, rel=1e-12)
+    assert "records.parquet" in {f.path for f in client.list_artifacts(opened.info.run_id)}
+    assert history(client, ended, "rmse/sbfn_ls/by_fold")[0] == [0, 1]   # left as it was
+
+
 def test_a_tracking_server_that_is_down_is_refused_before_the_sweep_is_recorded(tmp_path,
                                                                                 capsys):
     """The refusal came after sweep.json was written: the rerun with the server fixed, or with

@@ -35,6 +35,7 @@ class MLflowSweepLogger(Callback):
         self.worker: threading.Thread | None = None
         self.tracker: SweepTracker | None = None
         self.missed: list = []
+        self.started: set = set()       # the Tune trials this process ran (not skipped)
         self.error = ""
         self.down_until = 0.0
 
@@ -51,6 +52,7 @@ class MLflowSweepLogger(Callback):
         self._submit(lambda: [{"op": "sweep"}])
 
     def on_trial_start(self, iteration, trials, trial, **info):
+        self.started.add(trial.trial_id)
         self._submit(self._per_config(trial, lambda c: {"op": "start", "config": c}))
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
@@ -69,6 +71,11 @@ class MLflowSweepLogger(Callback):
                                                         "status": "FAILED"}))
 
     def on_experiment_end(self, trials, **info):
+        # A resume skips the trials Tune's saved state has done; a driver killed between a
+        # trial's end and its logging left that run open (RUNNING, its last fold missing).
+        for trial in trials:
+            if trial.status == "TERMINATED" and trial.trial_id not in self.started:
+                self._submit(self._per_config(trial, lambda c: {"op": "settle", "config": c}))
         self._submit(lambda: [{"op": "end", "groups": self.groups}])
         self.queue.put(None)
         if self.worker is not None:

@@ -209,6 +209,8 @@ class SweepTracker:
         {"op": "start", "config": c}                     find or open c's run
         {"op": "fold", "config": c, "fold": k, "summary": s, "stamp": ms}
         {"op": "finish", "config": c, "status": "FINISHED" | "FAILED"}
+        {"op": "settle", "config": c}                    c's stored folds its run lacks, and
+                                                         its end, if it is still open
         {"op": "end", "groups": g}                       the parent's summary, from the records
                                                          (g: trial id -> configuration id,
                                                          sweeps.engine.results.ranking.configuration_ids)
@@ -229,7 +231,7 @@ class SweepTracker:
     def apply(self, op: dict) -> None:
         kind, args = op["op"], {k: v for k, v in op.items() if k != "op"}
         {"sweep": self._sweep, "start": self.run_id, "fold": self._fold,
-         "finish": self._finish, "end": self._end}[kind](**args)
+         "finish": self._finish, "settle": self._settle, "end": self._end}[kind](**args)
 
     # --- runs ---------------------------------------------------------------------------------
     def _search(self, tag: str, value: str) -> str | None:
@@ -350,6 +352,22 @@ class SweepTracker:
         complete = all(self.store.has_part(key, f) for f in folds_of(config))
         self.client.set_terminated(run, "FINISHED" if complete else status)
 
+    def _settle(self, config: dict) -> None:
+        """A configuration an earlier driver finished but was killed before it had logged all
+        of it (its last fold, its end): Tune's saved state has the trial done, so a resumed
+        sweep skips it and no other operation would reach its run, which stayed RUNNING. Logs
+        the folds the store holds that the run lacks, each with its running means, then ends
+        it; a run already ended is left as it is."""
+        run = self.run_id(config)
+        if self.client.get_run(run).info.status != "RUNNING":
+            return
+        records = self.store.read_parts(config["trial_id"]).to_dict("records")
+        stamp = int(time.time() * 1000)
+        for fold in sorted({int(r["fold"]) for r in records}):
+            upto = [r for r in records if int(r["fold"]) <= fold]
+            self._fold(config, fold, summarise(upto, ""), stamp)
+        self._finish(config, "FINISHED")
+
     def _end(self, groups: dict | None = None) -> None:
         """The parent's summary from the records: each model's best CV mean over the
         configurations (the runs table's column of that metric; an image configuration's over
@@ -409,7 +427,8 @@ def describe(ops: list[dict], limit: int = 12) -> str:
     for op in ops:
         run = op["config"]["trial_id"] if "config" in op else "the sweep's run"
         label = {"sweep": "run", "start": "run", "end": "summary and status",
-                 "finish": "records and status"}.get(op["op"]) or f"fold {op['fold']}"
+                 "finish": "records and status",
+                 "settle": "folds, records and status"}.get(op["op"]) or f"fold {op['fold']}"
         what.setdefault(run, [])
         if label not in what[run]:
             what[run].append(label)
