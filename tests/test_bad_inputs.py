@@ -528,6 +528,10 @@ FLAG_CASES = [
     ("a negative node wait", regression, ["--node-wait-s", "-5"],
      "argument --node-wait-s: '-5' is not a number of seconds >= 0"),
     ("no CPUs", classification, ["--num-cpus", "0"], "'0' is not an integer >= 1"),
+    # once `the following arguments are required: run`, the one sub-command and none of the others
+    ("sweeps: no command", "sweeps.__main__", [],
+     "name a command: python -m sweeps run FILE (a sweep file or a shipped grid), or a built-in "
+     "grid's own, python -m sweeps.NAME, NAME one of regression, classification, images, "),
     ("sweeps run: retries forever", "run", ["--max-failures", "-1"],
      "argument --max-failures: '-1' is not an integer >= 0"),
     ("sweeps run: an abbreviation", "run", ["--num-cpu", "2"],
