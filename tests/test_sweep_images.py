@@ -72,6 +72,10 @@ BAD = [   # (case, arguments, what the one line says)
     ("your own table", ["--dataset", "csv:{tmp}/t.csv"],
      ("is a table: sweep it with python -m sweeps.regression or sweeps.classification", *FORMS)),
     ("a misspelt name", ["--dataset", "fashion-mnist"], ("did you mean 'fashion_mnist'", *FORMS)),
+    # heard nothing of diabetes: the near misses were looked for among the image names alone
+    ("a misspelt table's name", ["--dataset", "diabetis"],
+     ("'diabetis' is not allowed: a known data set (did you mean 'diabetes'?); the image data "
+      "sets: mnist", *FORMS)),
     ("a missing folder", ["--dataset", "folder:{tmp}/nowhere"], ("{tmp}/nowhere does not exist",)),
     ("images of two sizes", ["--dataset", "folder:{folder}"], ("differ in shape",
                                                                "--image-size N")),
