@@ -56,10 +56,20 @@ class Figure:
     caption: str
 
 
+# A cell whose number is missing: no test (one split), no spread, a column an older sweep lacks.
+MISSING = "–"
+
+
 def fmt(v) -> str:
     if isinstance(v, (float, np.floating)):
-        return "–" if np.isnan(v) else f"{v:.4g}"
-    return "–" if v is None else str(v)
+        return MISSING if np.isnan(v) else f"{v:.4g}"
+    return MISSING if v is None else str(v)
+
+
+def fixed(values: pd.Series, spec: str) -> pd.Series:
+    """Numbers in the format `spec`, MISSING where there is none (a view's own precision; fmt
+    gives a table without a view its)."""
+    return values.map(lambda v: MISSING if pd.isna(v) else format(v, spec))
 
 
 def _cells(table: Table) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.configs import best_index, configurations, fold_values
+from analysis.document import fixed
 from analysis.labels import ensemble_label, is_heterogeneous, model_label, model_sort_key
 from analysis.resampling import Design, design, planned_interval, planned_test, with_design
 from analysis.stats import PairedTest, decide, t_half_width, test_cells
@@ -152,11 +153,6 @@ def overall_view(acc: pd.DataFrame, by=MIX, unit: str = "split") -> pd.DataFrame
     if "ensemble" in by:
         view["ensemble"] = view["ensemble"].map(ensemble_label)
     return view
-
-
-def fixed(values: pd.Series, spec: str) -> pd.Series:
-    """Numbers in the format `spec`, "–" where there is none."""
-    return values.map(lambda v: "–" if pd.isna(v) else format(v, spec))
 
 
 def best_configurations(ok: pd.DataFrame) -> pd.DataFrame:

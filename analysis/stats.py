@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from analysis.document import fixed
+
 DEFAULT_TEST = "corrected"
 ALPHA = 0.05            # a frequentist test's difference: p (Holm) below it
 CREDIBLE = 0.95         # a Bayesian one's: P(better) or P(worse) above it
@@ -223,10 +225,11 @@ def decide(frame, test: PairedTest):
 
 def test_cells(frame, test: PairedTest) -> dict:
     """A table's test columns as its view shows them: p and p (Holm), or for "bayes" the three
-    posterior probabilities."""
+    posterior probabilities; where there is no test (one split), the report's mark for a
+    missing number (was the text "nan")."""
     cols = (("p_left", "P(left)"), ("p_rope", "P(rope)"), ("p_right", "P(right)")) \
         if test.bayesian else (("p", "p"), ("p_holm", "p (Holm)"))
-    return {shown: frame[c].map("{:.2g}".format) for c, shown in cols}
+    return {shown: fixed(frame[c], ".2g") for c, shown in cols}
 
 
 def holm(pvalues) -> np.ndarray:

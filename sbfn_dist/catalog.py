@@ -135,14 +135,21 @@ def _listing_digest(root: str, files: list) -> str:
     return digest.hexdigest()
 
 
+def meant(name) -> str:
+    """' (did you mean 'diabetes'?)' for a near miss of a known data set's name, else '': what
+    an unknown name is told, by lookup and by the commands that take one modality only (an
+    image sweep given `diabetis` heard nothing of diabetes when only the image names counted)."""
+    return did_you_mean(name, CATALOG) if isinstance(name, str) else ""
+
+
 def lookup(name: str) -> DataSet:
     if prefix := prefix_of(name):
         return BY_PREFIX[prefix]
     try:
         return CATALOG[name]
     except (KeyError, TypeError):
-        near = did_you_mean(name, CATALOG) if isinstance(name, str) else ""
-        raise DataError(f"unknown data set {name!r}{near}: use one of {', '.join(CATALOG)}, or "
+        raise DataError(f"unknown data set {name!r}{meant(name)}: use one of "
+                        f"{', '.join(CATALOG)}, or "
                         f"'csv:PATH' for your own comma-separated file with a header row, "
                         f"'npz:PATH' for your image arrays x and y, 'folder:PATH' for your "
                         f"image files in one folder per class") from None

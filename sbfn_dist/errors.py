@@ -65,5 +65,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         """argparse's refusal without its usage block (26 lines for a sweep command, above the
-        line that says what is wrong): that line, and where the options are."""
-        self.exit(2, f"error: {message} (--help lists every option)\n")
+        line that says what is wrong): that line, and where the options are. After a `;`, not in
+        parentheses: the message often ends in its own (a did-you-mean, argparse's "choose
+        from"), and two in a row read as one doubled."""
+        self.exit(2, f"error: {message}; --help lists every option\n")

@@ -3,9 +3,9 @@
 FILE is a sweep file (YAML: data set, grid axes, settings, resources; docs/sweeps.md, "Python
 API and sweep files") or the name of a built-in grid, shipped as a file in the package's
 sweeps/grids/ ({grids}). The same sweep from Python: Sweep.from_yaml(FILE).run().
-The built-in grids' own commands: python -m sweeps.regression --help (also classification,
-cifar10, mnist, fashion_mnist, images). The run options (--num-cpus, --storage, --name, --set,
-...) are every sweep command's; a flag replaces the file's key.
+The built-in grids' own commands: python -m sweeps.NAME --help, NAME one of
+{commands}. The run options (--num-cpus, --storage, --name, --set, ...) are every sweep command's;
+a flag replaces the file's key.
 """
 
 from sweeps.engine.run.interruption import one_line_on_interrupt
@@ -36,12 +36,19 @@ def _shipped_grids() -> str:
                                      for folder in GRID_FOLDERS[1:] for n in grid_names(folder))])
 
 
-DESCRIPTION = __doc__.format(grids=_shipped_grids())
+# The sweep commands of the built-in grids (sweeps/NAME.py), which a user may have meant by
+# `python -m sweeps` alone; tabular first, as the README shows them.
+COMMANDS = ("regression", "classification", "images", "cifar10", "mnist", "fashion_mnist")
+DESCRIPTION = __doc__.format(grids=_shipped_grids(), commands=", ".join(COMMANDS))
+# argparse's own line was `the following arguments are required: run`: the one sub-command, and
+# not the commands a newcomer more likely wanted.
+NO_COMMAND = ("name a command: python -m sweeps run FILE (a sweep file or a shipped grid), or a "
+              f"built-in grid's own, python -m sweeps.NAME, NAME one of {', '.join(COMMANDS)}")
 
 def parser() -> argparse.ArgumentParser:
     p = SweepParser(prog="python -m sweeps", description=DESCRIPTION, formatter_class=HelpFormatter,
                     allow_abbrev=False)
-    commands = p.add_subparsers(dest="command", required=True, metavar="run")
+    commands = p.add_subparsers(dest="command", metavar="run")     # none: parse's NO_COMMAND
     r = commands.add_parser("run", help="run the sweep a file defines", description=DESCRIPTION,
                             formatter_class=HelpFormatter, allow_abbrev=False)
     r.add_argument("file", help="a sweep file (.yaml), or the name of a shipped one")
@@ -50,11 +57,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse(argv) -> argparse.Namespace:
+    """The parsed command line; none of its commands refused in one line naming them all."""
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.error(NO_COMMAND)
+    return args
+
+
 def build(argv):
     """(spec, args, options) for sweeps.commands.cli.run, which runs it and reports errors
     in one line. A flag replaces the file's key of the same option; --set joins the file's
     settings."""
-    args = parser().parse_args(argv)
+    args = parse(argv)
     flags = given(args)
     shipped = not Path(args.file).exists() and Path(args.file).suffix not in (".yaml", ".yml")
     path = grid_file(args.file) if shipped else args.file

@@ -10,6 +10,7 @@ from scipy import stats
 from analysis import image_tables as it, tables
 from analysis.collect import ResultsError, check_columns, normalise
 from analysis.configs import configurations, varying_columns
+from analysis.document import MISSING
 from analysis.labels import ensemble_label
 from analysis.stats import PairedTest, holm, t_interval
 
@@ -305,6 +306,17 @@ def test_a_list_of_different_architectures_is_compared_with_the_homogeneous_mixe
     assert row["half_width"] == pytest.approx(half, rel=0, abs=POINTS * stats.t.ppf(0.975, 1))
     view = it.heterogeneity_view(gain.reset_index())
     assert set(view["heterogeneous mix"]) == {"Het. mixed", f"Het. simple_cnn + {FACTORY}"}
+
+
+def test_a_mix_of_one_split_shows_no_test_as_a_missing_number():
+    """One split (an image sweep's --splits 1): no test, its p cells the report's mark for a
+    missing number, as the interval's (they read "nan")."""
+    rows = mix_rows("digits", {"cnn": [0.60], "resnet": [0.64], "mixed": [0.66]})
+    gain = it.heterogeneity_gain(pd.DataFrame(rows), PairedTest())
+    assert np.isnan(gain.loc[0, "p"]) and gain.loc[0, "n_splits"] == 1
+    [cells] = it.heterogeneity_view(gain, PairedTest()).to_dict("records")
+    assert (cells["p"], cells["p (Holm)"]) == (MISSING, MISSING)
+    assert cells["− homogeneous mean (pts)"] == f"{(66 - 62):+.2f}"     # 66 against (60 + 64) / 2
 
 
 def test_plug_ins_alone_have_no_m_eps_to_show():

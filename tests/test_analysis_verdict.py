@@ -10,9 +10,10 @@ import pytest
 from scipy import stats as sp
 
 from analysis import calibration, figures, tables
+from analysis.document import MISSING
 from analysis.report import write_report
 from analysis.stats import PairedTest, paired_test_of
-from analysis.verdict import verdict_lines, verdicts
+from analysis.verdict import verdict_lines, verdict_view, verdicts
 
 SEEDS, FOLDS = (0, 1), range(5)
 # Regression scores are sums of a few numbers near 10 (rounding ~1e-15); the statistics over
@@ -230,14 +231,18 @@ def test_the_report_opens_on_the_verdicts_and_shows_calibration(tmp_path):
 
 def test_a_verdict_line_of_one_split_prints_no_nan():
     """A published split evaluated once has no spread: the sweep's closing line says 'no test'
-    and why, not an interval and a p of NaN."""
+    and why, not an interval and a p of NaN; the report's table shows its p cells as every
+    missing number ('–'), not the text 'nan'."""
     row = dict(dataset="appliances", metric="rmse", sbfn="sbfn_rbf", against="stack_nnls",
                mean_difference=0.057, ci_low=float("nan"), ci_high=float("nan"),
                verdict="no test", n_better=1, n_worse=0, n_equal=0, n_pairs=1,
-               p_holm=float("nan"), p_right=float("nan"))
+               p=float("nan"), p_holm=float("nan"), p_right=float("nan"), same_members=True,
+               sbfn_config="λ2=0", against_config="", design="")
     [line] = verdict_lines(pd.DataFrame([row]), PairedTest())
     assert "nan" not in line and "no test (1 better / 0 worse; one split" in line
     assert "over 1 split," in line
+    [cells] = verdict_view(pd.DataFrame([row]), PairedTest()).to_dict("records")
+    assert (cells["p"], cells["p (Holm)"]) == (MISSING, MISSING)
 
 
 def two_design_table(n_samples) -> pd.DataFrame:

@@ -510,8 +510,8 @@ def test_a_sweep_file_is_refused_in_one_line_naming_the_key(text, words, flags, 
     assert not (tmp_path / "results").exists()
 
 
-# argparse refuses these itself, in one line: `error: ... (--help lists every option)`, exit 2
-# (its 26-line usage block above that line was dropped: usage.Parser.error).
+# argparse refuses these itself, in one line: `error: ...; --help lists every option`, exit 2
+# (its 26-line usage block above that line was dropped: errors.Parser.error).
 FLAG_CASES = [
     ("an abbreviation", regression, ["--epsilon", "0.3"],
      "unrecognized arguments: --epsilon 0.3 (did you mean --epsilons?)"),
@@ -520,7 +520,7 @@ FLAG_CASES = [
      "--target y (target is a setting, not a flag: --set target=VALUE)"),
     ("a setting's typo as a flag", DIGITS, ["--epoch", "3"],
      "--epoch 3 (epochs is a setting, not a flag: --set epochs=VALUE)"),
-    ("a flag like none", regression, ["--foo", "1"], "--foo 1 (--help lists every option)"),
+    ("a flag like none", regression, ["--foo", "1"], "--foo 1; --help lists every option"),
     ("mnist: an abbreviation", functools.partial(main_for, "mnist"), ["--epsilon", "0.5"],
      "unrecognized arguments: --epsilon 0.5 (did you mean --epsilons?)"),
     ("retries forever", regression, ["--max-failures", "-1"],
@@ -528,6 +528,10 @@ FLAG_CASES = [
     ("a negative node wait", regression, ["--node-wait-s", "-5"],
      "argument --node-wait-s: '-5' is not a number of seconds >= 0"),
     ("no CPUs", classification, ["--num-cpus", "0"], "'0' is not an integer >= 1"),
+    # once `the following arguments are required: run`, the one sub-command and none of the others
+    ("sweeps: no command", "sweeps.__main__", [],
+     "name a command: python -m sweeps run FILE (a sweep file or a shipped grid), or a built-in "
+     "grid's own, python -m sweeps.NAME, NAME one of regression, classification, images, "),
     ("sweeps run: retries forever", "run", ["--max-failures", "-1"],
      "argument --max-failures: '-1' is not an integer >= 0"),
     ("sweeps run: an abbreviation", "run", ["--num-cpu", "2"],
@@ -569,7 +573,8 @@ def test_a_bad_flag_is_refused_by_the_parser_in_one_line(command, argv, message,
     assert exit_.value.code == 2 and "Traceback" not in err
     [line] = err.splitlines()
     assert line.startswith("error: ") and message in line, err
-    assert line.endswith(" (--help lists every option)"), line
+    # once `(did you mean --epsilons?) (--help lists every option)`: two asides in a row
+    assert line.endswith("; --help lists every option") and ") (" not in line, line
 
 
 # ------------------------------------------------------------------------ the Python API

@@ -263,6 +263,11 @@ def test_every_command_is_found_and_builds_its_parser(parsers):
             "sweeps.tools.mlflow_server"} <= set(parsers)
 
 
+def test_the_commands_python_m_sweeps_names_exist(parsers):
+    """`python -m sweeps` alone lists them (sweeps_main.NO_COMMAND)."""
+    assert {f"sweeps.{name}" for name in sweeps_main.COMMANDS} <= set(parsers)
+
+
 def test_help_shows_every_default(parsers):
     """An option with a default says it; one without says what happens instead."""
     silent = {}

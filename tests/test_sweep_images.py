@@ -20,6 +20,7 @@ from sweeps.engine.checks import on_trial_device
 from sweeps.engine.plan.planning import SweepOptions, plan
 from sweeps.engine.run.progress import _label
 from sweeps.engine.summary import _labelled
+from sweeps.engine.tune import _trial_name
 # own_cache: an autouse fixture, so this module's decoded folders go to a cache dir of its own
 from tests.test_image_files import own_cache, pattern, write_folder  # noqa: F401
 
@@ -72,6 +73,10 @@ BAD = [   # (case, arguments, what the one line says)
     ("your own table", ["--dataset", "csv:{tmp}/t.csv"],
      ("is a table: sweep it with python -m sweeps.regression or sweeps.classification", *FORMS)),
     ("a misspelt name", ["--dataset", "fashion-mnist"], ("did you mean 'fashion_mnist'", *FORMS)),
+    # heard nothing of diabetes: the near misses were looked for among the image names alone
+    ("a misspelt table's name", ["--dataset", "diabetis"],
+     ("'diabetis' is not allowed: a known data set (did you mean 'diabetes'?); the image data "
+      "sets: mnist", *FORMS)),
     ("a missing folder", ["--dataset", "folder:{tmp}/nowhere"], ("{tmp}/nowhere does not exist",)),
     ("images of two sizes", ["--dataset", "folder:{folder}"], ("differ in shape",
                                                                "--image-size N")),
@@ -137,8 +142,9 @@ MIX = "simple_cnn+resnet_tiny1"      # one ensemble of mixed members, as --ensem
 
 def test_a_mix_is_shown_as_the_command_spells_it_so_a_copy_plans_the_same_sweep(tmp_path, capsys):
     """Shown as stored (simple_cnn,resnet_tiny1), a mix copied into --ensembles planned two
-    homogeneous ensembles, without a word: the dry run, the end table and the progress line
-    show it as the command takes it; its trial ids keep the stored form (--resume finds them)."""
+    homogeneous ensembles, without a word: the dry run, the end table, the progress line and
+    Tune's trial names show it as the command takes it; its trial ids keep the stored form
+    (--resume finds them)."""
     argv = ["--dataset", "digits", "--members", "2", "--epsilons", "0", "--splits", "1",
             "--set", "epochs=1", "--no-mlflow", "--storage", str(tmp_path)]
     assert main_for(ANY, ["--ensembles", MIX, "cnn", *argv, "--dry-run"]) == 0
@@ -153,6 +159,8 @@ def test_a_mix_is_shown_as_the_command_spells_it_so_a_copy_plans_the_same_sweep(
     point = {"trial_id": "t", "ensemble": configs[0]["ensemble"]}         # as Tune holds it
     trial = SimpleNamespace(config={"pack": [point]}, last_result={})
     assert shown == [MIX] and _label(trial, "t") == f"ensemble={MIX}"
+    trial.trial_id = "t"                    # Tune's trial and folder names: were a,b there
+    assert _trial_name(trial) == f"t_ensemble={MIX}"
     again = planned(build_for(ANY), ["--ensembles", *shown, *argv])
     assert [c["ensemble"] for c in again] == [c["ensemble"] for c in configs]
 

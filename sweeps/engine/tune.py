@@ -18,7 +18,7 @@ from sweeps.engine.checks import cluster_data_problem, data_check_configs, on_th
 from sweeps.engine.common.environment import defaults_while
 from sweeps.engine.common.store import FULL, SUPERSEDED, TUNE_DIR, ResultStore, StorageError
 from sweeps.engine.common.tracking_uri import artifacts_beside, own_store
-from sweeps.engine.plan.grid_trials import SweepSpec
+from sweeps.engine.plan.grid_trials import SweepSpec, setting_text
 from sweeps.engine.plan.planning import (Planned, SweepOptions, folds_of, kept_model, points_of,
                                          settings_of, trial_slots)
 from sweeps.engine.results.ranking import configuration_ids
@@ -358,9 +358,10 @@ def _searcher(spec: SweepSpec, opts: SweepOptions, store: ResultStore, folds: in
 
 
 def _trial_name(trial) -> str:
-    """The trial id, the size of its pack and the first configuration's axes."""
+    """The trial id, the size of its pack and the first configuration's axes, each as the
+    sweep's other lines show it (setting_text: a mix as --ensembles takes it, a+b)."""
     pack = points_of(trial.config)
-    label = "_".join(f"{k}={v}" for k, v in settings_of(pack[0]).items()
+    label = "_".join(f"{k}={setting_text(k, v)}" for k, v in settings_of(pack[0]).items()
                      if not isinstance(v, (list, dict)))
     size = f"{len(pack)}cfg_" if len(pack) > 1 else ""
     return f"{trial.trial_id}_{size}{label}"[:100]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from sbfn_dist import catalog
-from sbfn_dist.errors import ConfigError, DataError, SbfnError, did_you_mean
+from sbfn_dist.errors import ConfigError, DataError, SbfnError
 from sbfn_dist.settings.fields import MEMBER_SEPARATOR, defaults
 from sbfn_dist.settings.tasks import TASKS
 from sweeps.engine.plan.grid_files import Grid, image_grid, named_grid
@@ -314,18 +314,18 @@ def _asked_splits(given: int | None, grid: Grid) -> tuple[str | None, int]:
 
 
 def _check_image(dataset: str) -> None:
-    """Refuse, in one line, a data set that holds no images: name the image sets, the nearest
-    name to a misspelt one, and the command that sweeps a table."""
-    known = catalog.names("image")
+    """Refuse, in one line, a data set that holds no images: name the image sets, and the
+    command that sweeps a table or the nearest known name to an unknown one (any modality's,
+    as the table commands say it: a misspelt table is a table's near miss)."""
+    images = f"{', '.join(catalog.names('image'))}, {catalog.own_data('image')}"
     try:
         data = catalog.lookup(dataset)
-        if data.modality == "image":
-            return
-        hint = f"; {_swept_by(dataset, data)}"
     except DataError:
-        hint = did_you_mean(str(dataset), known)
-    raise ConfigError("dataset", dataset, f"an image data set: one of {', '.join(known)}, "
-                      f"{catalog.own_data('image')}{hint}")
+        raise ConfigError("dataset", dataset, f"a known data set{catalog.meant(dataset)}; the "
+                          f"image data sets: {images}") from None
+    if data.modality != "image":
+        raise ConfigError("dataset", dataset, f"an image data set: one of {images}; "
+                          f"{_swept_by(dataset, data)}")
 
 
 def smoke(spec: SweepSpec, given: frozenset = frozenset()) -> SweepSpec:
