@@ -58,8 +58,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parse(argv) -> argparse.Namespace:
-    """The parsed command line; none of its commands refused in one line naming them all."""
+    """The parsed command line; none of its commands refused in one line naming them all, and
+    a built-in grid's command after a space (`python -m sweeps regression ...`, argparse's
+    "invalid choice: 'regression' (choose from 'run')") in one naming the command meant."""
     p = parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] in COMMANDS:
+        p.error(f"'{words[0]}' is a command of its own, with a dot: "
+                f"{shlex.join(['python', '-m', f'sweeps.{words[0]}', *words[1:]])}")
     args = p.parse_args(argv)
     if args.command is None:
         p.error(NO_COMMAND)

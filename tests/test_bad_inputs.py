@@ -532,6 +532,10 @@ FLAG_CASES = [
     ("sweeps: no command", "sweeps.__main__", [],
      "name a command: python -m sweeps run FILE (a sweep file or a shipped grid), or a built-in "
      "grid's own, python -m sweeps.NAME, NAME one of regression, classification, images, "),
+    # once `invalid choice: 'regression' (choose from 'run')`
+    ("sweeps: a command after a space", "sweeps.__main__", ["regression", "--dataset", "wine"],
+     "'regression' is a command of its own, with a dot: python -m sweeps.regression --dataset "
+     "wine; --help lists every option"),
     ("sweeps run: retries forever", "run", ["--max-failures", "-1"],
      "argument --max-failures: '-1' is not an integer >= 0"),
     ("sweeps run: an abbreviation", "run", ["--num-cpu", "2"],
