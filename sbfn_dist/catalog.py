@@ -73,6 +73,18 @@ def names(modality: str | None = None, task: str | None = None) -> tuple:
                  if modality in (None, d.modality) and task in (None, *d.tasks))
 
 
+def offline_instead(name: str) -> str:
+    """For the refusal of a data set whose files are missing offline: the known sets of its
+    kind (modality, task) that need no file, as a clause of the fix ("" for none). `python -m
+    sweeps.regression` alone sweeps air_quality, and a newcomer offline was told only where to
+    put its file."""
+    kind = CATALOG.get(name)
+    bundled = [n for n, d in CATALOG.items() if kind and not d.files
+               and d.modality == kind.modality and d.task == kind.task]
+    others = f" (or {', '.join(bundled[1:])})" if bundled[1:] else ""
+    return f"; or sweep one that needs no file: --dataset {bundled[0]}{others}" if bundled else ""
+
+
 def prefix_of(name) -> str | None:
     """The prefix of a data set given as a path (csv:, npz:, folder:); None for a name."""
     if isinstance(name, str):

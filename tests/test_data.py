@@ -183,8 +183,17 @@ def test_missing_file_message_names_both_fixes(tmp_path):
         load_tabular("air_quality", data_dir=str(empty))
     msg = str(err.value)
     for part in ("'air_quality'", sources.AIR_QUALITY_FILE, "--data-dir DIR", "SBFN_DATA_DIR=DIR",
-                 str(tmp_path / "cache"), "could not be downloaded", DEAD_URL):
+                 str(tmp_path / "cache"), "could not be downloaded", DEAD_URL,
+                 # offline, the tables of its task that need no file (once: where to put it, alone)
+                 "; or sweep one that needs no file: --dataset diabetes (or sincos, friedman1)"):
         assert part in msg
+
+
+def test_the_sets_offered_offline_are_the_bundled_ones_of_the_kind():
+    from sbfn_dist.catalog import offline_instead
+    assert offline_instead("mnist") == "; or sweep one that needs no file: --dataset digits"
+    assert "breast_cancer" not in offline_instead("appliances")     # another task
+    assert offline_instead("csv:/x.csv") == ""                       # a user's own: none
 
 
 def test_nonexistent_data_dir_is_reported(tmp_path):

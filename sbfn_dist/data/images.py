@@ -205,7 +205,8 @@ def _download(name: str, spec: _Spec, roots: list[pathlib.Path]) -> ImageData:
             f"image data set '{name}' was not found in {searched} and could not be downloaded ({brief(exc)}). "
             f"Fix: put {spec.npz} (arrays {', '.join(NPZ_KEYS)}) or torchvision's {spec.layout}/ folder in DIR "
             f"and pass --data-dir DIR (or set SBFN_DATA_DIR=DIR), or run once with network access to "
-            f"download it into the cache dir {root} (set SBFN_CACHE_DIR to move it)") from exc
+            f"download it into the cache dir {root} (set SBFN_CACHE_DIR to move it)"
+            f"{catalog.offline_instead(name)}") from exc
     return _read_torchvision(name, str(root.resolve()))
 
 

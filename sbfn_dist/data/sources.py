@@ -21,6 +21,7 @@ import urllib.request
 import zipfile
 from typing import Callable
 
+from sbfn_dist.catalog import offline_instead
 from sbfn_dist.errors import DataError
 
 DOWNLOAD_TIMEOUT_S = 10.0  # short: offline machines must fail fast, not hang a run
@@ -108,7 +109,8 @@ def _missing_message(dataset: str, relative: str, searched: list[pathlib.Path], 
     return (f"data set '{dataset}' needs the file {relative}, which is not in {where} and could not be "
             f"downloaded from {URLS.get(relative, '(no known address)')} ({reason}). Fix: put the file at "
             f"DIR/{relative} and pass --data-dir DIR (or set SBFN_DATA_DIR=DIR), or run once with network "
-            f"access to download it into the cache dir {cache_dir()} (set SBFN_CACHE_DIR to move it).")
+            f"access to download it into the cache dir {cache_dir()} (set SBFN_CACHE_DIR to move it)"
+            f"{offline_instead(dataset)}.")
 
 
 def resolve_data_file(dataset: str, relative: str, data_dir: str | None = None) -> pathlib.Path:
