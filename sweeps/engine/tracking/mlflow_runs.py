@@ -227,6 +227,7 @@ class SweepTracker:
         self.runs: dict = {}
         self.logged: dict = {}          # trial id -> the folds its run holds (logged once each)
         self._parent: str | None = None
+        self._open: dict | None = None  # trial id -> its run, of the runs left RUNNING (_settle)
 
     def apply(self, op: dict) -> None:
         kind, args = op["op"], {k: v for k, v in op.items() if k != "op"}
@@ -358,15 +359,28 @@ class SweepTracker:
         sweep skips it and no other operation would reach its run, which stayed RUNNING. Logs
         the folds the store holds that the run lacks, each with its running means, then ends
         it; a run already ended is left as it is."""
-        run = self.run_id(config)
-        if self.client.get_run(run).info.status != "RUNNING":
+        run = self._left_open().pop(config["trial_id"], None)
+        if run is None:
             return
+        self.runs.setdefault(config["trial_id"], run)
+        self.logged.setdefault(config["trial_id"], self._logged_folds(run))
         records = self.store.read_parts(config["trial_id"]).to_dict("records")
         stamp = int(time.time() * 1000)
         for fold in sorted({int(r["fold"]) for r in records}):
             upto = [r for r in records if int(r["fold"]) <= fold]
             self._fold(config, fold, summarise(upto, ""), stamp)
         self._finish(config, "FINISHED")
+
+    def _left_open(self) -> dict:
+        """trial id -> run id of this sweep's configuration runs still RUNNING, by one search
+        (a resume of 250 finished trials would otherwise ask the server twice for each)."""
+        if self._open is None:
+            from mlflow.store.tracking import SEARCH_MAX_RESULTS_THRESHOLD    # a page of them all
+            found = self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'",
+                                            max_results=SEARCH_MAX_RESULTS_THRESHOLD)
+            self._open = {r.data.tags["trial_id"]: r.info.run_id for r in found
+                          if r.data.tags.get(PARENT) == self.parent_id and "trial_id" in r.data.tags}
+        return self._open
 
     def _end(self, groups: dict | None = None) -> None:
         """The parent's summary from the records: each model's best CV mean over the
