@@ -320,10 +320,11 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
 
 
 def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_trial(tmp_path):
-    """Tune saves a trial as done before the logging thread has logged its last fold and end; a
-    driver killed in between left the run RUNNING, and a resume skips the trial (Tune's saved
-    state), so nothing else would log it (test_sweep_faults saw it once in CI). The resume's end
-    logs the stored fold the run lacks and ends the run; a run already ended stays as it is."""
+    """Tune saves a trial as done before the logging thread has logged its last fold and end
+    (or any of it: the thread lags the trials); a driver killed in between left the run RUNNING
+    or unopened, and a resume skips the trial (Tune's saved state), so nothing else would log it
+    (test_sweep_faults saw both, once in CI). The resume's end logs the stored folds each run
+    lacks, opening a missing one, and ends it; a run already ended stays as it is."""
     from ray.tune.experiment import Trial
 
     from sbfn_dist.settings.config import TrialConfig
@@ -333,7 +334,7 @@ def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_t
     store = ResultStore(str(tmp_path / "results"))
     store.create()
     configs = {key: {"trial_id": key, "task": "regression", "split": "kfold", "folds": 3,
-                     "fold": None, "extra": {"role": "ensemble"}} for key in ("open", "ended")}
+                     "fold": None, "extra": {"role": "ensemble"}} for key in ("open", "ended", "unopened")}
     for key in configs:
         for fold in range(3):
             store.write_part(key, fold, [{"trial_id": key, "fold": fold, "task": "regression",
@@ -344,7 +345,7 @@ def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_t
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     killed = SweepTracker(uri, sweep, store)               # the driver that was killed
     for key, config in configs.items():
-        for fold in (0, 1):
+        for fold in (0, 1) if key != "unopened" else ():
             killed.apply({"op": "fold", "config": config, "fold": fold, "stamp": 1000 + fold,
                           "summary": {"folds_done": fold + 1, "rmse/sbfn_ls": 1.0 + fold / 2}})
     killed.apply({"op": "finish", "config": configs["ended"], "status": "FINISHED"})
@@ -357,12 +358,17 @@ def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_t
                                store)
     logger.on_experiment_end(trials=trials)
     client = killed.client
-    opened, ended = (client.get_run(killed.run_id(configs[k])) for k in ("open", "ended"))
-    assert opened.info.status == "FINISHED" and ended.info.status == "FINISHED"
-    assert history(client, opened, "rmse/sbfn_ls/by_fold") == ([0, 1, 2], [1.0, 2.0, 3.0])
-    assert history(client, opened, "rmse/sbfn_ls")[0] == [1, 2, 3]   # its running mean: a step
-    assert history(client, opened, "rmse/sbfn_ls")[1][-1] == pytest.approx(2.0, rel=1e-12)
-    assert "records.parquet" in {f.path for f in client.list_artifacts(opened.info.run_id)}
+    _, runs = mlflow_runs(uri, "s")
+    assert sorted(r.data.tags["trial_id"] for r in runs) == sorted(configs)   # one run a trial
+    by_key = {r.data.tags["trial_id"]: client.get_run(r.info.run_id) for r in runs}
+    assert all(run.info.status == "FINISHED" for run in by_key.values())
+    for key in ("open", "unopened"):
+        run = by_key[key]
+        assert history(client, run, "rmse/sbfn_ls/by_fold") == ([0, 1, 2], [1.0, 2.0, 3.0])
+        assert history(client, run, "rmse/sbfn_ls")[0] == [1, 2, 3]    # running means: steps
+        assert history(client, run, "rmse/sbfn_ls")[1][-1] == pytest.approx(2.0, rel=1e-12)
+        assert "records.parquet" in {f.path for f in client.list_artifacts(run.info.run_id)}
+    ended = by_key["ended"]
     assert history(client, ended, "rmse/sbfn_ls/by_fold")[0] == [0, 1]   # left as it was
 
 

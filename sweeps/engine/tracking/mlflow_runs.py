@@ -227,7 +227,7 @@ class SweepTracker:
         self.runs: dict = {}
         self.logged: dict = {}          # trial id -> the folds its run holds (logged once each)
         self._parent: str | None = None
-        self._open: dict | None = None  # trial id -> its run, of the runs left RUNNING (_settle)
+        self._known: dict | None = None     # trial id -> (run id, status): _sweep_runs
 
     def apply(self, op: dict) -> None:
         kind, args = op["op"], {k: v for k, v in op.items() if k != "op"}
@@ -355,32 +355,36 @@ class SweepTracker:
 
     def _settle(self, config: dict) -> None:
         """A configuration an earlier driver finished but was killed before it had logged all
-        of it (its last fold, its end): Tune's saved state has the trial done, so a resumed
-        sweep skips it and no other operation would reach its run, which stayed RUNNING. Logs
-        the folds the store holds that the run lacks, each with its running means, then ends
-        it; a run already ended is left as it is."""
-        run = self._left_open().pop(config["trial_id"], None)
-        if run is None:
+        of it (its last fold and end, or all of it: the logging thread lags the trials): Tune's
+        saved state has the trial done, so a resumed sweep skips it and no other operation
+        would reach its run, left RUNNING or never opened. Logs the folds the store holds that
+        the run lacks, each with its running means, then ends it; a run already ended is left
+        as it is."""
+        key = config["trial_id"]
+        known = self._sweep_runs().pop(key, None)
+        if known and known[1] != "RUNNING":
             return
-        self.runs.setdefault(config["trial_id"], run)
-        self.logged.setdefault(config["trial_id"], self._logged_folds(run))
-        records = self.store.read_parts(config["trial_id"]).to_dict("records")
+        if known:
+            self.runs.setdefault(key, known[0])
+            self.logged.setdefault(key, self._logged_folds(known[0]))
+        records = self.store.read_parts(key).to_dict("records")
         stamp = int(time.time() * 1000)
-        for fold in sorted({int(r["fold"]) for r in records}):
+        for fold in sorted({int(r["fold"]) for r in records}):    # run_id opens one missing
             upto = [r for r in records if int(r["fold"]) <= fold]
             self._fold(config, fold, summarise(upto, ""), stamp)
         self._finish(config, "FINISHED")
 
-    def _left_open(self) -> dict:
-        """trial id -> run id of this sweep's configuration runs still RUNNING, by one search
-        (a resume of 250 finished trials would otherwise ask the server twice for each)."""
-        if self._open is None:
+    def _sweep_runs(self) -> dict:
+        """trial id -> (run id, status) of this sweep's configuration runs, by one search (a
+        resume of 250 finished trials would otherwise ask the server twice for each)."""
+        if self._known is None:
             from mlflow.store.tracking import SEARCH_MAX_RESULTS_THRESHOLD    # a page of them all
-            found = self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'",
+            found = self.client.search_runs([self.experiment_id],
                                             max_results=SEARCH_MAX_RESULTS_THRESHOLD)
-            self._open = {r.data.tags["trial_id"]: r.info.run_id for r in found
-                          if r.data.tags.get(PARENT) == self.parent_id and "trial_id" in r.data.tags}
-        return self._open
+            self._known = {r.data.tags["trial_id"]: (r.info.run_id, r.info.status) for r in found
+                           if r.data.tags.get(PARENT) == self.parent_id
+                           and "trial_id" in r.data.tags}
+        return self._known
 
     def _end(self, groups: dict | None = None) -> None:
         """The parent's summary from the records: each model's best CV mean over the
