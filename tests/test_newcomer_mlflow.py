@@ -9,6 +9,7 @@ import json
 import pytest
 
 from sweeps.engine.common.store import ResultStore
+from sweeps.engine.common.tracking_uri import artifacts_beside
 from sweeps.engine.tracking.mlflow_runs import SweepTracker
 
 CONFIGS = [{"trial_id": f"M{m}_eps{e}", "task": "regression", "dataset": "diabetes",
@@ -34,7 +35,8 @@ def logged(tmp_path_factory):
     store.create()
     sweep = {"name": "s", "grid": "demo", "dataset": "diabetes", "task": "regression",
              "compared": ["n_members", "epsilon"]}
-    tracker = SweepTracker(f"sqlite:///{home / 'mlflow.db'}", sweep, store)
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    tracker = SweepTracker(uri, sweep, store, artifacts_beside(uri))    # not ./mlruns
     tracker.apply({"op": "sweep"})
     for config in CONFIGS:
         done = []

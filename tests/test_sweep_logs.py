@@ -10,13 +10,15 @@ import tempfile
 import textwrap
 
 from sweeps.engine.common.environment import RAY_DEFAULTS, ray_environment
+from sweeps.engine.common.tracking_uri import artifacts_beside
 from sweeps.engine.plan.planning import SweepOptions
 from sweeps.engine.tracking.mlflow_runs import open_experiment
 
 
 def test_mlflow_creating_its_store_says_nothing_in_a_quiet_sweep(tmp_path, capfd):
     with ray_environment():
-        open_experiment(f"sqlite:///{tmp_path}/mlflow.db", "quiet", None)
+        uri = f"sqlite:///{tmp_path}/mlflow.db"
+        open_experiment(uri, "quiet", artifacts_beside(uri))      # not ./mlruns
     assert "INFO" not in capfd.readouterr().err          # "Creating initial MLflow database ..."
 
 

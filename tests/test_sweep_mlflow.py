@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from sweeps.engine.common.next_steps import python_module
+from sweeps.engine.common.tracking_uri import artifacts_beside   # not ./mlruns
 from sweeps.relog import relog
 from sweeps.tools import mlflow_server
 from tests.browser import chromium
@@ -277,7 +278,7 @@ def test_the_parent_run_ranks_an_image_configuration_by_its_mean_over_its_splits
                                       "role": "ensemble", "accuracy": accuracy}])
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = SweepTracker(uri, {"name": "s", "grid": "g", "dataset": "d",
-                                 "task": "classification"}, store)
+                                 "task": "classification"}, store, artifacts_beside(uri))
     tracker.apply({"op": "sweep"})
     tracker.apply({"op": "end", "groups": {"A0": "A0", "A1": "A0", "B0": "B0", "B1": "B0"}})
     metrics = tracker.client.get_run(tracker.parent_id).data.metrics
@@ -308,10 +309,10 @@ def test_a_fold_reported_again_is_logged_once_in_this_run_and_after_a_resume(tmp
                        "summary": {"folds_done": fold + 1, "rmse/sbfn_ls": 1.0}})
     report.stamp = 0
 
-    first = SweepTracker(uri, sweep, store)
+    first = SweepTracker(uri, sweep, store, artifacts_beside(uri))
     report(first, 0)
     report(first, 0)                     # the retry reads fold 0 back and reports it
-    again = SweepTracker(uri, sweep, store)      # a resumed sweep's driver
+    again = SweepTracker(uri, sweep, store, artifacts_beside(uri))   # a resumed sweep's driver
     report(again, 0)
     report(again, 1)
     run = again.client.get_run(again.run_id(config))
@@ -343,7 +344,7 @@ def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_t
                                           "rmse": 1.0 + fold}])
     sweep = {"name": "s", "grid": "g", "dataset": "d", "task": "regression"}
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    killed = SweepTracker(uri, sweep, store)               # the driver that was killed
+    killed = SweepTracker(uri, sweep, store, artifacts_beside(uri))   # the killed driver
     for key, config in configs.items():
         for fold in (0, 1) if key != "unopened" else ():
             killed.apply({"op": "fold", "config": config, "fold": fold, "stamp": 1000 + fold,
@@ -355,7 +356,7 @@ def test_a_run_a_killed_driver_left_open_is_ended_by_the_resume_that_skips_its_t
         trial.set_status(Trial.TERMINATED)
         trials.append(trial)
     logger = MLflowSweepLogger(uri, sweep, lambda params: [TrialConfig(configs[params["key"]])],
-                               store)
+                               store, artifacts_beside(uri))
     logger.on_experiment_end(trials=trials)
     client = killed.client
     _, runs = mlflow_runs(uri, "s")
