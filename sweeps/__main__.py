@@ -57,15 +57,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv) -> argparse.Namespace:
+def parse(argv: list) -> argparse.Namespace:
     """The parsed command line; none of its commands refused in one line naming them all, and
     a built-in grid's command after a space (`python -m sweeps regression ...`, argparse's
     "invalid choice: 'regression' (choose from 'run')") in one naming the command meant."""
     p = parser()
-    words = sys.argv[1:] if argv is None else list(argv)
-    if words and words[0] in COMMANDS:
-        p.error(f"'{words[0]}' is a command of its own, with a dot: "
-                f"{shlex.join(['python', '-m', f'sweeps.{words[0]}', *words[1:]])}")
+    if argv and argv[0] in COMMANDS:
+        p.error(f"'{argv[0]}' is a command of its own, with a dot: "
+                f"{shlex.join(['python', '-m', f'sweeps.{argv[0]}', *argv[1:]])}")
     args = p.parse_args(argv)
     if args.command is None:
         p.error(NO_COMMAND)
@@ -76,6 +75,7 @@ def build(argv):
     """(spec, args, options) for sweeps.commands.cli.run, which runs it and reports errors
     in one line. A flag replaces the file's key of the same option; --set joins the file's
     settings."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
     flags = given(args)
     shipped = not Path(args.file).exists() and Path(args.file).suffix not in (".yaml", ".yml")
@@ -85,7 +85,7 @@ def build(argv):
                             label=Path(path).stem, flags=frozenset(in_file))
     # The sweep is made smoke already (its name says so): the runner must not shrink it again.
     run_only = {k: v for k, v in flags.items() if not BY_NAME[k].file_key}   # --resume, --dry-run
-    command = shlex.join(["python", "-m", "sweeps", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "sweeps", *argv])
     return (sweep.spec, argparse.Namespace(smoke=False),
             replace(sweep.options, command=command, **run_only))
 

@@ -72,7 +72,7 @@ class MLflowSweepLogger(Callback):
 
     def on_experiment_end(self, trials, **info):
         # A resume skips the trials Tune's saved state has done; a driver killed between a
-        # trial's end and its logging left that run open (RUNNING, its last fold missing).
+        # trial's end and its logging left that run open (RUNNING, folds missing) or unopened.
         for trial in trials:
             if trial.status == "TERMINATED" and trial.trial_id not in self.started:
                 self._submit(self._per_config(trial, lambda c: {"op": "settle", "config": c}))

@@ -364,19 +364,17 @@ class SweepTracker:
         known = self._sweep_runs().pop(key, None)
         if known and known[1] != "RUNNING":
             return
-        if known:
-            self.runs.setdefault(key, known[0])
-            self.logged.setdefault(key, self._logged_folds(known[0]))
         records = self.store.read_parts(key).to_dict("records")
         stamp = int(time.time() * 1000)
-        for fold in sorted({int(r["fold"]) for r in records}):    # run_id opens one missing
+        for fold in sorted({int(r["fold"]) for r in records}):    # _fold's run_id: found/opened
             upto = [r for r in records if int(r["fold"]) <= fold]
             self._fold(config, fold, summarise(upto, ""), stamp)
         self._finish(config, "FINISHED")
 
     def _sweep_runs(self) -> dict:
-        """trial id -> (run id, status) of this sweep's configuration runs, by one search (a
-        resume of 250 finished trials would otherwise ask the server twice for each)."""
+        """trial id -> (run id, status) of this sweep's configuration runs, by one search: a
+        resume of 250 finished trials would otherwise ask the server for each (the few left
+        open are then found again by run_id)."""
         if self._known is None:
             from mlflow.store.tracking import SEARCH_MAX_RESULTS_THRESHOLD    # a page of them all
             found = self.client.search_runs([self.experiment_id],
